@@ -1,0 +1,42 @@
+"""Softmax over the last dimension of a matrix, one row per program (``ninetoothed.jit`` form)."""
+
+import ninetoothed.language as ntl
+import torch
+import triton
+from ninetoothed import Symbol, Tensor
+
+import ninetoothed_ascend
+
+BLOCK_SIZE = Symbol("BLOCK_SIZE", constexpr=True)
+
+
+def softmax(
+    input: Tensor(2, other=float("-inf")).tile((1, BLOCK_SIZE)),
+    output: Tensor(2).tile((1, BLOCK_SIZE)),
+):
+    row_minus_max = input - ntl.max(input)
+    numerator = ntl.exp(row_minus_max)
+    denominator = ntl.sum(numerator)
+    output = numerator / denominator  # noqa: F841
+
+
+kernel = ninetoothed_ascend.jit(softmax)
+
+
+def inputs(device, dtype=torch.float16):
+    generator = torch.Generator().manual_seed(0)
+
+    return (torch.randn((37, 781), generator=generator).to(device, dtype),)
+
+
+def launch(kernel, input):
+    output = torch.empty_like(input)
+    kernel(input, output, BLOCK_SIZE=triton.next_power_of_2(input.shape[-1]))
+
+    return output
+
+
+def reference(input):
+    return torch.softmax(input.float(), dim=-1).to(input.dtype)
+
+

@@ -1,0 +1,58 @@
+"""Rewrite NineToothed's generated Triton for triton-ascend.
+
+The NPU variant of a kernel is NineToothed's CUDA source run through
+:data:`PIPELINE`, in order. Each pass is one Ascend constraint; its docstring
+states the constraint and where it is documented or measured.
+"""
+
+from ninetoothed_ascend.ascendify.autotune import DeferAutotune
+from ninetoothed_ascend.ascendify.base import (
+    Pass,
+    PipelineError,
+    RewriteError,
+    Rewritten,
+    run_pipeline,
+)
+from ninetoothed_ascend.ascendify.clamp import LowerClamp
+from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
+from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
+from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+
+#: The NPU pipeline.
+PIPELINE = (
+    FoldTrueMask,
+    FillMaskedLoads,
+    LowerClamp,
+    UseHf32InDot,
+    RemapLibdevice,
+    DeferAutotune,
+)
+
+
+def ascendify(source):
+    """Rewrite a generated Triton module for triton-ascend.
+
+    :param source: ``str``, a module as NineToothed generates it.
+    :return: :class:`Rewritten`: the NPU source and the passes that fired.
+    :raises PipelineError: naming the pass that cannot handle the kernel.
+    """
+
+    return run_pipeline(source, PIPELINE)
+
+
+__all__ = [
+    "PIPELINE",
+    "DeferAutotune",
+    "FillMaskedLoads",
+    "FoldTrueMask",
+    "LowerClamp",
+    "Pass",
+    "PipelineError",
+    "RemapLibdevice",
+    "RewriteError",
+    "Rewritten",
+    "UseHf32InDot",
+    "ascendify",
+    "run_pipeline",
+]

@@ -1,0 +1,80 @@
+"""Create the autotuner at first launch instead of at import."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass
+
+
+class DeferAutotune(Pass):
+    """Rewrite ``name = triton.autotune(...)(kernel)`` into a cached factory called at launch.
+
+    Constraint: in Triton 3.2, the frontend of triton-ascend 3.2.0,
+    ``triton.autotune(...)`` asks the active driver for a benchmarker when the
+    decorator runs, so a module that autotunes at import cannot even be
+    imported on a machine without an NPU (measured, ../shared/ASCEND.md,
+    "Without a driver"). The NPU variant must import everywhere: to be
+    cached, inspected and compile-checked.
+
+    The module-level assignment becomes::
+
+        @functools.cache
+        def name():
+            return triton.autotune(...)(kernel)
+
+    and every use of ``name`` becomes ``name()``. The autotuner is created once,
+    at the first launch, with the same configs and key.
+    """
+
+    def visit_Module(self, node):
+        deferred = set()
+
+        for index, statement in enumerate(node.body):
+            if _is_autotune_assignment(self, statement):
+                target = statement.targets[0].id
+                node.body[index] = ast.copy_location(
+                    _cached_factory(target, statement.value), statement
+                )
+                deferred.add(target)
+                self.rewrote()
+
+        if deferred:
+            _CallInsteadOfName(deferred).visit(node)
+            node.body.insert(0, ast.Import(names=[ast.alias("functools")]))
+
+        return node
+
+
+def _is_autotune_assignment(pass_, statement):
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Call)
+        and pass_.is_call_to(statement.value.func, "triton.autotune")
+    )
+
+
+def _cached_factory(name, value):
+    factory = ast.parse(f"@functools.cache\ndef {name}():\n    return None").body[0]
+    factory.body[0].value = value
+
+    return factory
+
+
+class _CallInsteadOfName(ast.NodeTransformer):
+    def __init__(self, names):
+        self._names = names
+
+    def visit_FunctionDef(self, node):
+        if node.name in self._names:
+            return node
+
+        self.generic_visit(node)
+
+        return node
+
+    def visit_Name(self, node):
+        if node.id in self._names and isinstance(node.ctx, ast.Load):
+            return ast.Call(func=node, args=[], keywords=[])
+
+        return node

@@ -1,0 +1,170 @@
+"""What every rewrite pass shares: the pass protocol, name resolution and the pipeline runner."""
+
+import ast
+import dataclasses
+
+
+class RewriteError(Exception):
+    """A pass found code it cannot make valid for its target.
+
+    :param message: what is wrong, naming the construct.
+    :param hint: what the kernel's author can do about it.
+    """
+
+    def __init__(self, message, hint):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class PipelineError(Exception):
+    """A pass of a pipeline failed; names the pass.
+
+    :param pass_name: the failing pass's class name.
+    :param message: what went wrong.
+    :param hint: what to do.
+    """
+
+    def __init__(self, pass_name, message, hint):
+        super().__init__(f"pass {pass_name}: {message} {hint}")
+        self.pass_name = pass_name
+        self.message = message
+        self.hint = hint
+
+
+class Pass(ast.NodeTransformer):
+    """One rewrite of a generated Triton module, for one constraint.
+
+    Subclasses implement ``visit_*`` methods that call :meth:`rewrote` for
+    each change, and may override :meth:`finish` for module-level edits.
+    Calls are matched by what they resolve to through the module's imports
+    (``triton.language.load`` whether written so or as ``tl.load``), never by
+    variable names.
+    """
+
+    def run(self, tree):
+        """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites."""
+
+        self.rewrites = 0
+        self.aliases = import_aliases(tree)
+        self.visit(tree)
+        self.finish(tree)
+        ast.fix_missing_locations(tree)
+
+        return self.rewrites
+
+    def rewrote(self, count=1):
+        self.rewrites += count
+
+    def finish(self, tree):
+        pass
+
+    def resolve(self, node):
+        """Return the dotted name ``node`` refers to through the imports, or ``None``."""
+
+        parts = []
+
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+
+        if not isinstance(node, ast.Name):
+            return None
+
+        root = self.aliases.get(node.id, node.id)
+
+        return ".".join([root, *reversed(parts)])
+
+    def is_call_to(self, node, *names):
+        return isinstance(node, ast.Call) and self.resolve(node.func) in names
+
+
+def import_aliases(tree):
+    """Map each name bound by an import in ``tree`` to the dotted name it stands for."""
+
+    aliases = {}
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    aliases[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    return aliases
+
+
+def keyword(call, name):
+    """Return the ``ast.keyword`` named ``name`` in ``call``, or ``None``."""
+
+    for item in call.keywords:
+        if item.arg == name:
+            return item
+
+    return None
+
+
+def dotted_name(name):
+    """Return the ``ast`` expression for a dotted name such as ``triton.language.load``."""
+
+    return ast.parse(name, mode="eval").body
+
+
+def insert_after_imports(tree, statements):
+    """Insert ``statements`` after the leading imports of module ``tree``."""
+
+    index = 0
+
+    while index < len(tree.body) and isinstance(
+        tree.body[index], (ast.Import, ast.ImportFrom)
+    ):
+        index += 1
+
+    tree.body[index:index] = statements
+
+
+@dataclasses.dataclass(frozen=True)
+class Rewritten:
+    """The result of a pipeline.
+
+    :param source: the rewritten module's text.
+    :param rewrites: ``(pass name, number of rewrites)`` for each pass that changed something.
+    """
+
+    source: str
+    rewrites: tuple[tuple[str, int], ...]
+
+
+def run_pipeline(source, passes):
+    """Parse ``source``, run ``passes`` (classes, in order) on it, and unparse.
+
+    :param source: ``str``, a generated Triton module.
+    :param passes: sequence of :class:`Pass` subclasses.
+    :return: :class:`Rewritten`.
+    :raises PipelineError: naming the pass, when one fails.
+    """
+
+    tree = ast.parse(source)
+    rewrites = []
+
+    for pass_class in passes:
+        try:
+            count = pass_class().run(tree)
+        except RewriteError as error:
+            raise PipelineError(pass_class.__name__, error.message, error.hint) from error
+        except Exception as error:
+            raise PipelineError(
+                pass_class.__name__,
+                f"crashed with {type(error).__name__}: {error}.",
+                "This is a bug in ninetoothed-ascend; please report it with the kernel.",
+            ) from error
+
+        if count:
+            rewrites.append((pass_class.__name__, count))
+
+    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites))

@@ -1,0 +1,241 @@
+"""The Ascend compile check: an NPU variant through triton-ascend's ``ttir`` and ``ttadapter`` stages.
+
+Runs only where ``import triton`` is triton-ascend (3.2 API). It needs no NPU
+and no CANN: ``ttir`` is Triton's frontend and TTIR passes, ``ttadapter`` runs
+``triton-adapter-opt`` (shipped in the wheel) to lower TTIR to Linalg/HIVM.
+It stops before ``npubin`` (``bishengir-compile``, part of CANN). A kernel that
+passes has cleared everything short of the NPU compiler itself; it has not run
+on an NPU. Recipe: ../shared/ASCEND.md, "What runs on a machine without an NPU".
+"""
+
+import ast
+import dataclasses
+import hashlib
+import subprocess
+import time
+
+import torch
+
+#: The SoC the check compiles for (Atlas A2).
+DEFAULT_ARCH = "Ascend910B1"
+
+_TORCH_TO_TRITON = {
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float32: "fp32",
+    torch.float64: "fp64",
+    torch.int8: "i8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.uint8: "u8",
+    torch.bool: "i1",
+}
+
+
+class StageError(RuntimeError):
+    """A compile stage failed.
+
+    :param stage: ``"ttir"`` or ``"ttadapter"``.
+    :param detail: the compiler's message.
+    """
+
+    def __init__(self, stage, detail):
+        super().__init__(f"[{stage}] {detail}")
+        self.stage = stage
+        self.detail = detail
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """One compiled config.
+
+    :param config: ``dict`` of constexpr values (block sizes and sizes rounded up to a power of two).
+    :param seconds: ``dict`` stage name -> seconds.
+    :param linalg: the ``ttadapter`` output (MLIR text).
+    """
+
+    config: dict
+    seconds: dict
+    linalg: str
+
+
+def compile_stages(jit_function, signature, constants, arch=DEFAULT_ARCH):
+    """Run ``ttir`` and ``ttadapter`` on a ``triton.jit`` function.
+
+    :param jit_function: ``triton.runtime.JITFunction``.
+    :param signature: ``dict`` parameter name -> Triton type (``"*fp16"``,
+        ``"i32"``, ...) for every non-constexpr parameter.
+    :param constants: ``dict`` parameter name -> value for every constexpr parameter.
+    :param arch: ``str``, the Ascend SoC.
+    :return: ``(linalg_text, seconds_per_stage)``.
+    :raises StageError: naming the stage that failed and the compiler's message.
+    """
+
+    from triton._C.libtriton import get_cache_invalidating_env_vars, ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource, make_backend
+
+    # Triton 3.2 reads the signature's values in order and ignores its keys.
+    ordered = {
+        name: signature[name]
+        for name in jit_function.arg_names
+        if name not in constants
+    }
+    target = GPUTarget("npu", arch, 0)
+    backend = make_backend(target)
+    options = backend.parse_options({})
+    source = ASTSource(jit_function, ordered, dict(constants))
+    key = f"{source.hash()}-{backend.hash()}-{options.hash()}"
+    metadata = {
+        "hash": hashlib.sha256(key.encode()).hexdigest(),
+        "target": target,
+        **options.__dict__,
+        **get_cache_invalidating_env_vars(),
+    }
+    stages = {}
+    backend.add_stages(stages, options)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    seconds = {}
+
+    try:
+        start = time.perf_counter()
+
+        try:
+            module = source.make_ir(
+                options,
+                backend.get_codegen_implementation(),
+                backend.get_module_map(),
+                context,
+            )
+            module = stages["ttir"](module, metadata)
+        except Exception as error:
+            raise StageError("ttir", f"{type(error).__name__}: {error}") from error
+
+        seconds["ttir"] = time.perf_counter() - start
+        start = time.perf_counter()
+
+        try:
+            linalg = stages["ttadapter"](module, metadata)
+        except subprocess.CalledProcessError as error:
+            stderr = (error.stderr or b"").decode("utf-8", "replace").strip()
+            raise StageError(
+                "ttadapter", f"triton-adapter-opt exited with {error.returncode}: {stderr}"
+            ) from error
+        except Exception as error:
+            raise StageError("ttadapter", f"{type(error).__name__}: {error}") from error
+
+        seconds["ttadapter"] = time.perf_counter() - start
+    finally:
+        # As ``triton.compile`` does, so that a later fork inherits no MLIR thread pool.
+        context.disable_multithreading()
+
+    return linalg, seconds
+
+
+def check_variant(handle, launch, *inputs, variant="npu"):
+    """Compile-check a handle's variant for every autotune config, with arguments from a real call.
+
+    ``launch(kernel, *inputs)`` is called once with a recorder in place of
+    the kernel, so that the argument types and the constexpr values come from
+    the same code path a real call takes; nothing is launched.
+
+    :param handle: :class:`~ninetoothed_ascend.Handle`.
+    :param launch: ``callable(kernel, *inputs)`` that calls ``kernel`` with
+        the kernel's arguments (an example's ``launch``).
+    :param inputs: tensors (any device; only dtypes and shapes matter).
+    :param variant: ``str``, the variant to check.
+    :return: ``list`` of :class:`CheckResult`, one per autotune config.
+    :raises StageError: for the first config that fails.
+    """
+
+    module = handle.module(variant)
+    kernel = getattr(module, handle.kernel_name)
+    call = _record_kernel_call(module, handle, launch, inputs, variant)
+    configs = _autotune_configs(handle.source(variant)) or [{}]
+    results = []
+
+    for config in configs:
+        named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
+        constants = {
+            param.name: named[param.name] for param in kernel.params if param.is_constexpr
+        }
+        signature = {
+            name: _triton_type(value)
+            for name, value in named.items()
+            if name in kernel.arg_names and name not in constants
+        }
+        linalg, seconds = compile_stages(kernel, signature, constants)
+        results.append(CheckResult(constants, seconds, linalg))
+
+    return results
+
+
+@dataclasses.dataclass
+class _RecordedCall:
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+
+
+class _Recorder:
+    def __init__(self):
+        self.call = None
+
+    def __getitem__(self, grid):
+        def record(*args, **kwargs):
+            self.call = _RecordedCall(args, kwargs)
+
+        return record
+
+    def __call__(self):
+        # Stands in for the ``functools.cache`` factory that DeferAutotune makes.
+        return self
+
+
+def _record_kernel_call(module, handle, launch, inputs, variant):
+    # NineToothed launches ``<kernel>_with_auto_tuning`` when it autotunes.
+    autotuned = f"{handle.kernel_name}_with_auto_tuning"
+    launched = autotuned if autotuned in vars(module) else handle.kernel_name
+    saved = vars(module)[launched]
+    recorder = _Recorder()
+    vars(module)[launched] = recorder
+
+    try:
+        launch(getattr(module, handle.launch_name), *inputs)
+    finally:
+        vars(module)[launched] = saved
+
+    return recorder.call
+
+
+def _autotune_configs(source):
+    configs = []
+
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "Config"
+            and node.args
+        ):
+            configs.append(ast.literal_eval(node.args[0]))
+
+    return configs
+
+
+def _triton_type(value):
+    if isinstance(value, torch.Tensor):
+        return "*" + _TORCH_TO_TRITON[value.dtype]
+
+    if isinstance(value, bool):
+        return "i1"
+
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+
+    if isinstance(value, float):
+        return "fp32"
+
+    raise TypeError(f"no Triton type for argument {value!r}")

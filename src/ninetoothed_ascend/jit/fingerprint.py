@@ -1,0 +1,219 @@
+"""Cache keys: a stable digest of everything that decides a kernel's generated code.
+
+The key is computed *before* any code generation, from the kernel's inputs:
+the arrangement and application (source, defaults, closures, and every global
+they or the functions they call refer to), the tensors and their options, the
+``make``/``jit`` options, the device properties NineToothed reads, NineToothed's
+naming counters, and the versions of NineToothed, Triton (or triton-ascend),
+Python and this package's own source. Change any of these and the key changes.
+"""
+
+import enum
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import pathlib
+import platform
+import types
+
+import ninetoothed
+import triton
+
+#: Packages whose objects are described by name only: their behaviour is
+#: covered by the versions in :func:`environment`.
+_VERSIONED_PACKAGES = ("ninetoothed", "triton", "torch", "numpy", "sympy", "builtins")
+
+
+def kernel_key(*parts):
+    """Return the sha256 hex digest identifying a kernel.
+
+    :param parts: objects to describe (functions, tensors, options, ...).
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    description = repr((environment(), _Describer().describe(parts)))
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+@functools.cache
+def environment():
+    """Describe the toolchain that generated code depends on.
+
+    :return: ``tuple`` of ``(name, version)`` pairs: Python, ninetoothed,
+        the distribution that owns ``import triton`` (``triton`` or
+        ``triton-ascend``) and its version, and a digest of this package's
+        source files (which covers the pass pipeline).
+    """
+
+    return (
+        ("python", platform.python_version()),
+        ("ninetoothed", importlib.metadata.version("ninetoothed")),
+        (_triton_distribution(), triton.__version__),
+        ("ninetoothed-ascend", package_digest()),
+    )
+
+
+def _triton_distribution():
+    try:
+        importlib.metadata.version("triton-ascend")
+    except importlib.metadata.PackageNotFoundError:
+        return "triton"
+
+    return "triton-ascend"
+
+
+@functools.cache
+def package_digest():
+    """Return the sha256 of this package's Python sources, in path order."""
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+
+    return digest.hexdigest()
+
+
+class _Describer:
+    """Turns objects into nested tuples of strings whose ``repr`` is stable across processes."""
+
+    def __init__(self):
+        self._functions_in_progress = set()
+
+    def describe(self, obj):
+        if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+            return (type(obj).__name__, repr(obj))
+
+        if isinstance(obj, (tuple, list)):
+            return (type(obj).__name__, tuple(self.describe(item) for item in obj))
+
+        if isinstance(obj, dict):
+            items = (
+                (self.describe(key), self.describe(value)) for key, value in obj.items()
+            )
+
+            return ("dict", tuple(sorted(items, key=repr)))
+
+        if isinstance(obj, (set, frozenset)):
+            return ("set", tuple(sorted((self.describe(item) for item in obj), key=repr)))
+
+        if isinstance(obj, ninetoothed.Tensor):
+            return self._describe_tensor(obj)
+
+        if isinstance(obj, ninetoothed.Symbol):
+            return self._describe_symbol(obj)
+
+        if isinstance(obj, types.ModuleType):
+            return ("module", obj.__name__)
+
+        if isinstance(obj, enum.Enum):
+            return ("enum", type(obj).__qualname__, obj.name)
+
+        if isinstance(obj, triton.runtime.JITFunction):
+            return ("triton.jit", self._describe_function(obj.fn))
+
+        if isinstance(obj, functools.partial):
+            return (
+                "partial",
+                self.describe(obj.func),
+                self.describe(obj.args),
+                self.describe(obj.keywords),
+            )
+
+        if isinstance(obj, types.MethodType):
+            return ("method", self.describe(obj.__func__), self.describe(obj.__self__))
+
+        if isinstance(obj, types.FunctionType):
+            return self._describe_function(obj)
+
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
+            return ("named", getattr(obj, "__module__", ""), obj.__qualname__)
+
+        text = repr(obj)
+
+        # A default ``repr`` holds a memory address that differs in every process.
+        if " at 0x" in text:
+            text = ""
+
+        return ("object", type(obj).__module__, type(obj).__qualname__, text)
+
+    def _describe_tensor(self, tensor):
+        source = None if tensor.source is tensor else self.describe(tensor.source)
+        history = tuple(
+            (func.__qualname__, self.describe(args), self.describe(kwargs))
+            for func, args, kwargs in tensor._history
+        )
+
+        return (
+            "tensor",
+            tensor.name,
+            self.describe(tuple(tensor.shape)),
+            self.describe(tensor.dtype),
+            self.describe(tuple(tensor.target_dims)),
+            tensor.jagged_dim,
+            self.describe(tensor.other),
+            self.describe(tensor.constexpr),
+            self.describe(tensor.value),
+            source,
+            history,
+        )
+
+    def _describe_symbol(self, symbol):
+        options = tuple(
+            (name, repr(getattr(symbol, name, None)))
+            for name in ("lower_bound", "upper_bound", "power_of_two")
+        )
+
+        return ("symbol", str(symbol), options)
+
+    def _describe_function(self, func):
+        module = getattr(func, "__module__", None) or ""
+
+        if module.split(".")[0] in _VERSIONED_PACKAGES:
+            return ("function", module, func.__qualname__)
+
+        if func in self._functions_in_progress:
+            return ("recursive", module, func.__qualname__)
+
+        self._functions_in_progress.add(func)
+
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            source = func.__code__.co_code.hex()
+
+        closure = tuple(
+            self.describe(cell.cell_contents) for cell in func.__closure__ or ()
+        )
+        referenced = tuple(
+            (name, self.describe(func.__globals__[name]))
+            for name in sorted(_global_names(func.__code__))
+            if name in func.__globals__
+        )
+
+        self._functions_in_progress.discard(func)
+
+        return (
+            "function",
+            module,
+            func.__qualname__,
+            source,
+            self.describe(func.__defaults__),
+            self.describe(func.__kwdefaults__),
+            closure,
+            referenced,
+        )
+
+
+def _global_names(code):
+    names = set(code.co_names)
+
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+
+    return names

@@ -1,0 +1,176 @@
+"""The kernel handle: per-call dispatch to the variant for the tensors' device."""
+
+import linecache
+import sys
+import types
+
+import torch
+
+from ninetoothed_ascend.jit.variants import VARIANTS
+
+
+class VariantUnavailableError(RuntimeError):
+    """A kernel's variant cannot be built, imported or chosen.
+
+    The message names the kernel, the variant, the cause and what to do.
+    """
+
+
+class MixedDevicesError(ValueError):
+    """One call passed tensors on different device types."""
+
+
+class Handle:
+    """A kernel with a CUDA, an NPU and a CPU variant.
+
+    Calling the handle runs the variant for the device type of its tensor
+    arguments: ``cuda`` tensors run the CUDA variant (NineToothed's own code),
+    ``npu`` tensors the NPU variant (for triton-ascend), ``cpu`` tensors the
+    CPU variant (Triton's interpreter). Variants are imported at their first
+    call. Arguments are those of NineToothed's launch function: the tensors in
+    the order of the application's parameters, then any non-tensor
+    parameters.
+
+    :param kernel_name: ``str``.
+    :param key: ``str``, the cache key (sha256 hex).
+    :param entry: :class:`~ninetoothed_ascend.cache.Entry`.
+    """
+
+    def __init__(self, kernel_name, key, entry):
+        self.kernel_name = kernel_name
+        self.key = key
+        self._entry = entry
+        self._launches = {}
+
+    def __call__(self, *args, **kwargs):
+        device_type = None
+
+        for arg in args if not kwargs else (*args, *kwargs.values()):
+            if isinstance(arg, torch.Tensor):
+                arg_device_type = arg.device.type
+
+                if device_type is None:
+                    device_type = arg_device_type
+                elif arg_device_type != device_type:
+                    raise MixedDevicesError(
+                        f"kernel `{self.kernel_name}` got tensors on both {device_type} "
+                        f"and {arg_device_type}; move them to one device type."
+                    )
+
+        launch = self._launches.get(device_type)
+
+        if launch is None:
+            launch = self._launch_for(device_type)
+
+        return launch(*args, **kwargs)
+
+    def _launch_for(self, device_type):
+        if device_type not in VARIANTS:
+            raise VariantUnavailableError(
+                f"kernel `{self.kernel_name}` has no variant for "
+                f"{'calls without tensors' if device_type is None else f'device type {device_type!r}'}; "
+                f"its variants serve {', '.join(VARIANTS)} tensors. "
+                f"Use handle.variant(name) to run one explicitly."
+            )
+
+        launch = self.variant(device_type)
+        self._launches[device_type] = launch
+
+        return launch
+
+    def variant(self, name):
+        """Return the launch function of variant ``name``, importing it if needed.
+
+        :param name: ``"cuda"``, ``"npu"`` or ``"cpu"``.
+        :return: the generated launch function; it takes the same arguments
+            as the handle.
+        :raises VariantUnavailableError: the variant could not be built (the
+            message names the pass and what to do) or imported (for example
+            the NPU variant without triton-ascend installed).
+        :raises KeyError: ``name`` is not a variant.
+        """
+
+        return getattr(self.module(name), self.launch_name)
+
+    def module(self, name):
+        """Return the imported module of variant ``name``; raises as :meth:`variant` does."""
+
+        variant = self._variant(name)
+
+        try:
+            return _import_variant(variant, name)
+        except ImportError as error:
+            raise VariantUnavailableError(
+                f"the {name} variant of kernel `{self.kernel_name}` cannot be "
+                f"imported here: {error}"
+            ) from error
+
+    @property
+    def launch_name(self):
+        """Name of the launch function in every variant's module (``str``)."""
+
+        return self._entry.launch_name
+
+    def source(self, name):
+        """Return the generated source of variant ``name`` (``str``).
+
+        :raises VariantUnavailableError: the variant could not be built.
+        """
+
+        return self._variant(name).source
+
+    def rewrites(self, name):
+        """Return ``((pass name, number of rewrites), ...)`` for variant ``name``, in pipeline order."""
+
+        return self._entry.variants[name].rewrites
+
+    def path(self, name):
+        """Return where variant ``name`` is cached (``pathlib.Path``), or ``None`` if it is held only in memory."""
+
+        return self._variant(name).path
+
+    def _variant(self, name):
+        if name not in VARIANTS:
+            raise KeyError(f"{name!r} is not a variant; choose one of {', '.join(VARIANTS)}")
+
+        variant = self._entry.variants[name]
+
+        if variant.source is None:
+            raise VariantUnavailableError(variant.error)
+
+        return variant
+
+    def __repr__(self):
+        return f"<ninetoothed_ascend.Handle {self.kernel_name} {self.key[:12]}>"
+
+
+def _import_variant(variant, variant_name):
+    module_name = f"ninetoothed_ascend.variants.{variant_name}_{variant.digest}"
+    module = sys.modules.get(module_name)
+
+    if module is not None:
+        return module
+
+    source = variant.source
+    filename = str(variant.path) if variant.path is not None else f"<{module_name}>"
+
+    # Triton reads kernel source through ``inspect``, which reads ``linecache``:
+    # serving it the verified text keeps what runs equal to what was checked.
+    linecache.cache[filename] = (
+        len(source),
+        None,
+        source.splitlines(keepends=True),
+        filename,
+    )
+
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+
+    return module

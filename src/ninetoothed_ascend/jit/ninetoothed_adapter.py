@@ -1,0 +1,184 @@
+"""The one place where ninetoothed-ascend reaches into NineToothed 0.26.
+
+Everything NineToothed-specific that is not public API lives here, so that a
+NineToothed upgrade touches one module:
+
+* ``CodeGenerator`` and ``calculate_default_configs`` ask the *active Triton
+  driver* for device properties, which fails on a machine without a GPU
+  ("0 active drivers", ../shared/ASCEND.md). :func:`generate_source` answers
+  those queries for the duration of one generation only, then restores the
+  driver exactly as it was. Remove it when NineToothed takes the properties
+  as arguments.
+* ``ninetoothed.make`` both annotates the application and imports the
+  generated module; :func:`annotate` repeats its annotation step so that the
+  source can be generated without importing it.
+* NineToothed names tensors and block sizes from two process-wide counters.
+  :func:`counters` and :func:`advance_counters` let a cache hit leave them
+  where a real generation would have, so the next kernel gets the same names
+  (and the same cache key) as in a cold run.
+"""
+
+import contextlib
+import dataclasses
+import functools
+import inspect
+import pathlib
+import threading
+import types
+
+import ninetoothed
+import triton
+from ninetoothed.generation import CodeGenerator
+from ninetoothed.utils import calculate_default_configs
+
+#: The device properties NineToothed's generator reads, with the values of an
+#: H100 SXM (65536 registers per SM, 227 KiB of shared memory per block), used
+#: when no GPU is present. ``max_num_regs`` bounds the elements of a tile,
+#: ``max_shared_mem`` sets the default ``num_stages``.
+DEFAULT_DEVICE_PROPERTIES = {"max_num_regs": 65536, "max_shared_mem": 232448}
+
+_generation_lock = threading.Lock()
+
+
+@functools.cache
+def device_properties():
+    """Return the device properties NineToothed's generator will see.
+
+    :return: ``dict`` with the keys of :data:`DEFAULT_DEVICE_PROPERTIES`:
+        the current device's values where an active Triton driver reports
+        them, the defaults otherwise (no driver, or a driver such as
+        triton-ascend's that lacks a key).
+    """
+
+    try:
+        active = triton.runtime.driver.active
+        reported = active.utils.get_device_properties(active.get_current_device())
+    except RuntimeError:
+        reported = {}
+
+    return {
+        key: reported.get(key, default)
+        for key, default in DEFAULT_DEVICE_PROPERTIES.items()
+    }
+
+
+class _PropertiesDriver:
+    """A stand-in driver that answers NineToothed's property queries only."""
+
+    def __init__(self, properties):
+        self.utils = types.SimpleNamespace(
+            get_device_properties=lambda device: dict(properties)
+        )
+
+    def get_current_device(self):
+        return 0
+
+
+@contextlib.contextmanager
+def _driver_reporting(properties):
+    # ``DriverConfig`` keeps its state in instance attributes whose names differ
+    # between Triton 3.2 (``active``) and 3.9 (``_active``); a snapshot of the
+    # instance dictionary restores either exactly.
+    driver = triton.runtime.driver
+    saved = dict(vars(driver))
+    driver.set_active(_PropertiesDriver(properties))
+
+    try:
+        yield
+    finally:
+        vars(driver).clear()
+        vars(driver).update(saved)
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedSource:
+    """What NineToothed generated for one kernel.
+
+    :param source: the generated Triton module, byte for byte.
+    :param kernel_name: name of the ``triton.jit`` kernel in ``source``.
+    :param launch_name: name of the launch function in ``source``.
+    """
+
+    source: str
+    kernel_name: str
+    launch_name: str
+
+
+def generate_source(
+    func,
+    kernel_name,
+    num_warps,
+    num_stages,
+    max_num_configs,
+    prettify,
+    properties,
+):
+    """Run NineToothed's code generator on an annotated application.
+
+    :param func: the application, annotated with arranged tensors (as
+        ``ninetoothed.jit`` expects).
+    :param kernel_name: ``str`` or ``None`` (then ``func.__name__``).
+    :param num_warps: ``int``, iterable of ``int`` or ``None`` (NineToothed's
+        default from ``properties``).
+    :param num_stages: like ``num_warps``.
+    :param max_num_configs: ``int`` or ``None``.
+    :param prettify: ``bool``, NineToothed's experimental ``_prettify``.
+    :param properties: ``dict`` of device properties (see
+        :data:`DEFAULT_DEVICE_PROPERTIES`).
+    :return: :class:`GeneratedSource`.
+    :raises Exception: whatever NineToothed raises for the kernel.
+    """
+
+    kernel_name = kernel_name if kernel_name is not None else func.__name__
+
+    with _generation_lock, _driver_reporting(properties):
+        default_num_warps, default_num_stages = calculate_default_configs()
+
+        generator = CodeGenerator()
+        path = generator(
+            func,
+            "torch",
+            kernel_name,
+            default_num_warps if num_warps is None else num_warps,
+            default_num_stages if num_stages is None else num_stages,
+            max_num_configs,
+            prettify,
+        )
+
+    return GeneratedSource(
+        source=pathlib.Path(path).read_text(encoding="utf-8"),
+        kernel_name=kernel_name,
+        launch_name=generator.launch_func_name,
+    )
+
+
+def annotate(arrangement, application, tensors):
+    """Annotate ``application`` with the arranged ``tensors``, as ``ninetoothed.make`` does.
+
+    :param arrangement: the arrangement function.
+    :param application: the application function; its ``__annotations__``
+        are replaced.
+    :param tensors: ``tuple`` of ``ninetoothed.Tensor``.
+    :return: ``application``.
+    """
+
+    params = inspect.signature(application).parameters
+    arranged = arrangement(*tensors)
+    arranged = arranged if isinstance(arranged, tuple) else (arranged,)
+    application.__annotations__ = dict(zip(params, arranged))
+
+    return application
+
+
+def counters():
+    """Return NineToothed's naming counters: ``(tensors created, block sizes created)``."""
+
+    return ninetoothed.Tensor.num_instances, ninetoothed.block_size._num_block_sizes
+
+
+def advance_counters(delta):
+    """Advance NineToothed's naming counters by ``delta``, a pair from :func:`counters`."""
+
+    num_tensors, num_block_sizes = delta
+    ninetoothed.Tensor.num_instances += num_tensors
+    ninetoothed.block_size._num_block_sizes += num_block_sizes

@@ -1,0 +1,44 @@
+"""From NineToothed's source to the three variants of a kernel."""
+
+from ninetoothed_ascend import ascendify
+from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
+from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.jit import interpreter
+
+#: Variant names, and the torch device type each one serves.
+VARIANTS = ("cuda", "npu", "cpu")
+
+_PIPELINES = {"npu": ascendify.PIPELINE, "cpu": interpreter.PIPELINE}
+
+_TARGETS = {"npu": "triton-ascend", "cpu": "Triton's interpreter"}
+
+
+def build_variants(generated):
+    """Build every variant of one kernel.
+
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :return: ``dict`` from each name in :data:`VARIANTS` to a
+        :class:`~ninetoothed_ascend.cache.Variant`. The CUDA variant is
+        NineToothed's source unchanged. A variant whose pipeline fails has
+        ``source=None`` and an ``error`` that names the kernel, the variant,
+        the pass and what to do; the other variants are unaffected.
+    """
+
+    variants = {"cuda": Variant(generated.source)}
+
+    for name, pipeline in _PIPELINES.items():
+        try:
+            rewritten = run_pipeline(generated.source, pipeline)
+        except PipelineError as error:
+            variants[name] = Variant(
+                None,
+                error=(
+                    f"the {name} variant of kernel `{generated.kernel_name}` cannot be "
+                    f"built for {_TARGETS[name]}: pass {error.pass_name}: "
+                    f"{error.message} {error.hint}"
+                ),
+            )
+        else:
+            variants[name] = Variant(rewritten.source, rewritten.rewrites)
+
+    return variants

@@ -1,0 +1,42 @@
+import importlib.metadata
+import pathlib
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+EXAMPLE_NAMES = ("add", "softmax", "rms_norm", "matmul")
+
+
+def triton_ascend_installed():
+    try:
+        importlib.metadata.version("triton-ascend")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    # Each environment runs only the tests it can: the Ascend compile check
+    # needs triton-ascend as `triton`, everything else CUDA Triton.
+    ascend = triton_ascend_installed()
+
+    for item in items:
+        if ("ascend" in item.keywords) != ascend:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="runs in the other environment of .ci/run "
+                    f"({'triton-ascend' if not ascend else 'CUDA Triton'})"
+                )
+            )
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    """Every test gets an empty cache directory of its own."""
+
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("NINETOOTHED_ASCEND_CACHE_DIR", str(directory))
+
+    return directory

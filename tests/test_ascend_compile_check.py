@@ -1,0 +1,48 @@
+"""Level 2, the Ascend compile check: NPU variants through triton-ascend's ttir and ttadapter stages.
+
+Runs in the triton-ascend environment of .ci/run; no NPU is involved.
+"""
+
+import pytest
+import torch
+from conftest import EXAMPLE_NAMES
+from helpers import load_example
+
+from ninetoothed_ascend import ascendify
+from ninetoothed_ascend.compile_check import StageError, check_variant
+from ninetoothed_ascend.jit import variants
+
+pytestmark = pytest.mark.ascend
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype):
+    module = load_example(name)
+
+    results = check_variant(module.kernel, module.launch, *module.inputs("cpu", dtype))
+
+    assert results
+    assert all("func.func" in result.linalg for result in results)
+
+
+def test_without_fold_true_mask_the_frontend_fails(monkeypatch):
+    """Why FoldTrueMask exists: NineToothed's masks fail triton-ascend's frontend."""
+
+    pipeline = tuple(step for step in ascendify.PIPELINE if step is not ascendify.FoldTrueMask)
+    monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
+    module = load_example("add")
+
+    with pytest.raises(StageError, match=r"(?s)\[ttir\].*'bool' object has no attribute 'type'"):
+        check_variant(module.kernel, module.launch, *module.inputs("cpu"))
+
+
+def test_cuda_variant_cannot_even_be_imported_without_an_npu_driver():
+    """Why DeferAutotune exists: Triton 3.2 creates the autotuner's benchmarker at import."""
+
+    module = load_example("add")
+
+    with pytest.raises(RuntimeError, match="active drivers"):
+        module.kernel.module("cuda")
+
+    assert module.kernel.module("npu")

@@ -1,0 +1,229 @@
+"""Each NPU pass in isolation, on small modules (level 1: pass tests on the AST)."""
+
+import ast
+import collections
+import textwrap
+
+import pytest
+
+from ninetoothed_ascend.ascendify import (
+    PIPELINE,
+    DeferAutotune,
+    FillMaskedLoads,
+    FoldTrueMask,
+    LowerClamp,
+    Pass,
+    PipelineError,
+    RemapLibdevice,
+    RewriteError,
+    UseHf32InDot,
+    run_pipeline,
+)
+
+
+def rewrite(pass_class, source):
+    tree = ast.parse(textwrap.dedent(source))
+    count = pass_class().run(tree)
+
+    return ast.unparse(tree), count
+
+
+def test_fold_true_mask_in_loads_and_stores():
+    source, count = rewrite(
+        FoldTrueMask,
+        """
+        import triton.language as tl
+        x = tl.load(p, mask=True & (i < n) & (j < m), other=None)
+        triton.language.store(q, x, mask=True & (i < n))
+        """,
+    )
+
+    assert "True" not in source
+    assert "mask=(i < n) & (j < m)" in source
+    assert "mask=i < n" in source
+    assert count == 2
+
+
+def test_fold_true_mask_leaves_integer_and_outside_masks():
+    source, count = rewrite(
+        FoldTrueMask,
+        """
+        import triton.language as tl
+        y = True & n
+        tl.store(q, True & n, mask=m)
+        """,
+    )
+
+    assert source.count("True & n") == 2
+    assert count == 0
+
+
+def test_fill_masked_loads_with_zero():
+    source, count = rewrite(
+        FillMaskedLoads,
+        """
+        import triton
+        import triton.language
+        a = triton.language.load(p, mask=m, other=None)
+        b = triton.language.load(p, mask=m, other=float('-inf'))
+        c = triton.language.load(p)
+        """,
+    )
+
+    assert "load(p, mask=m, other=0)" in source
+    assert "other=float('-inf')" in source
+    assert "load(p)" in source
+    assert count == 1
+
+
+def test_fill_masked_loads_ignores_other_calls_named_load():
+    source, count = rewrite(
+        FillMaskedLoads,
+        """
+        import numpy
+        a = numpy.load(p, mask=m, other=None)
+        """,
+    )
+
+    assert count == 0
+    assert "other=None" in source
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            "triton.language.clamp(x, lo, hi)",
+            "triton.language.minimum(triton.language.maximum(x, lo), hi)",
+        ),
+        (
+            "triton.language.clamp(x, lo, hi, propagate_nan=triton.language.PropagateNan.ALL)",
+            "triton.language.minimum(triton.language.maximum(x, lo, "
+            "propagate_nan=triton.language.PropagateNan.ALL), hi, "
+            "propagate_nan=triton.language.PropagateNan.ALL)",
+        ),
+        (
+            "tl.clamp(x, max=hi, min=lo)",
+            "triton.language.minimum(triton.language.maximum(x, lo), hi)",
+        ),
+    ],
+)
+def test_lower_clamp(call, expected):
+    source, count = rewrite(LowerClamp, f"import triton\nimport triton.language as tl\ny = {call}")
+
+    assert source.splitlines()[-1] == f"y = {expected}"
+    assert count == 1
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ('tl.dot(a, b, input_precision="tf32")', "tl.dot(a, b, input_precision='hf32')"),
+        ('tl.dot(a, b, input_precision="tf32x3")', "tl.dot(a, b, input_precision='hf32')"),
+        ('tl.dot(a, b, acc, "tf32")', "tl.dot(a, b, acc, 'hf32')"),
+        ("tl.dot(a, b, allow_tf32=True)", "tl.dot(a, b, input_precision='hf32')"),
+        ("tl.dot(a, b, allow_tf32=False)", "tl.dot(a, b)"),
+    ],
+)
+def test_use_hf32_in_dot(call, expected):
+    source, count = rewrite(UseHf32InDot, f"import triton.language as tl\ny = {call}")
+
+    assert source.splitlines()[-1] == f"y = {expected}"
+    assert count == 1
+
+
+def test_use_hf32_keeps_ieee():
+    source, count = rewrite(
+        UseHf32InDot, 'import triton.language as tl\ny = tl.dot(a, b, input_precision="ieee")'
+    )
+
+    assert count == 0
+
+
+def test_remap_libdevice_detects_the_module_at_import():
+    source, count = rewrite(
+        RemapLibdevice,
+        "from triton.language.extra import libdevice as ninetoothed_libdevice",
+    )
+
+    assert count == 1
+    assert source.index("triton.language.extra.cann") < source.index(
+        "triton.language.extra.ascend"
+    )
+
+    namespace = {}
+
+    # CUDA Triton has neither module: the import names both and says what to do.
+    with pytest.raises(ImportError, match="extra.cann.libdevice.*extra.ascend.libdevice.*triton-ascend"):
+        exec(source, namespace)
+
+
+def test_remap_libdevice_leaves_other_imports():
+    source, count = rewrite(RemapLibdevice, "from triton.language.extra import cuda")
+
+    assert count == 0
+
+
+def test_defer_autotune_imports_without_creating_the_autotuner():
+    source, count = rewrite(
+        DeferAutotune,
+        """
+        import triton
+
+        def kernel():
+            pass
+
+        kernel_with_auto_tuning = triton.autotune(configs=[1], key=['n'])(kernel)
+
+        def launch(n):
+            return kernel_with_auto_tuning[lambda meta: (n,)]
+        """,
+    )
+
+    assert count == 1
+
+    created = []
+
+    class FakeTriton:
+        @staticmethod
+        def autotune(configs, key):
+            created.append((configs, key))
+
+            return lambda kernel: collections.defaultdict(lambda: "launcher")
+
+    namespace = {"triton": FakeTriton}
+    exec(source.replace("import triton\n", ""), namespace)
+    assert created == []
+
+    assert namespace["launch"](3) == "launcher"
+    assert namespace["launch"](4) == "launcher"
+    assert created == [([1], ["n"])]
+
+
+def test_pipeline_reports_the_failing_pass():
+    class Refuses(Pass):
+        def visit_Module(self, node):
+            raise RewriteError("cannot do X.", "Do Y instead.")
+
+    with pytest.raises(PipelineError, match="pass Refuses: cannot do X. Do Y instead."):
+        run_pipeline("x = 1\n", (FoldTrueMask, Refuses))
+
+
+def test_pipeline_names_a_pass_that_crashes():
+    class Crashes(Pass):
+        def visit_Module(self, node):
+            raise ZeroDivisionError("boom")
+
+    with pytest.raises(PipelineError, match="pass Crashes: crashed with ZeroDivisionError"):
+        run_pipeline("x = 1\n", (Crashes,))
+
+
+def test_pipeline_reports_what_fired():
+    rewritten = run_pipeline(
+        "import triton\nimport triton.language\n"
+        "y = triton.language.load(p, mask=True & m, other=None)\n",
+        PIPELINE,
+    )
+
+    assert rewritten.rewrites == (("FoldTrueMask", 1), ("FillMaskedLoads", 1))
+    assert "load(p, mask=m, other=0)" in rewritten.source

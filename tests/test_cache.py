@@ -1,0 +1,240 @@
+"""The disk cache: keys, warm starts across processes, concurrency, corruption."""
+
+import hashlib
+import importlib.util
+import json
+import multiprocessing
+import tempfile
+
+import ninetoothed
+import pytest
+from conftest import EXAMPLES
+from helpers import run_python
+
+from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend.jit.fingerprint import kernel_key
+
+KERNEL_SOURCE = '''
+import ninetoothed
+from ninetoothed import Tensor
+
+SCALE = {scale}
+
+
+def helper(x):
+    return x * SCALE
+
+
+def arrangement(input, output, BLOCK_SIZE=ninetoothed.block_size()):
+    return input.tile(({tile},)), output.tile(({tile},))
+
+
+def application(input, output):
+    output = {body}  # noqa: F841
+
+
+tensors = (Tensor({ndim}, other={other}), Tensor({ndim}))
+'''
+
+BASE = {"scale": 2, "tile": "BLOCK_SIZE", "body": "helper(input)", "ndim": 1, "other": None}
+
+
+def key_of(tmp_path, monkeypatch, options=None, **changes):
+    fields = BASE | changes
+    path = tmp_path / f"kernel_{abs(hash(repr(sorted(fields.items()))))}.py"
+    path.write_text(KERNEL_SOURCE.format(**fields))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    # Tensor and block-size names come from process-wide counters and are part of the key.
+    monkeypatch.setattr(ninetoothed.Tensor, "num_instances", 0)
+    monkeypatch.setattr(ninetoothed.block_size, "_num_block_sizes", 0)
+    spec.loader.exec_module(module)
+    options = {"kernel_name": None, "num_warps": None, "num_stages": None} | (options or {})
+
+    return kernel_key(
+        ("make", module.arrangement, module.application, module.tensors, options),
+        {"max_num_regs": 65536, "max_shared_mem": 232448},
+        (0, 0),
+    ), module
+
+
+def test_key_is_stable_for_an_unchanged_kernel(tmp_path, monkeypatch):
+    assert key_of(tmp_path, monkeypatch)[0] == key_of(tmp_path, monkeypatch)[0]
+
+
+@pytest.mark.parametrize(
+    "what, change",
+    [
+        ("arrangement", {"tile": "BLOCK_SIZE * 2"}),
+        ("application", {"body": "helper(input) + 1"}),
+        ("tensors", {"ndim": 2}),
+        ("tensor options", {"other": 0}),
+        ("constant used", {"scale": 3}),
+    ],
+)
+def test_key_changes_when_the_kernel_changes(tmp_path, monkeypatch, what, change):
+    assert key_of(tmp_path, monkeypatch)[0] != key_of(tmp_path, monkeypatch, **change)[0], what
+
+
+def test_key_changes_when_a_function_used_changes(tmp_path, monkeypatch):
+    _, module = key_of(tmp_path, monkeypatch)
+    definition = ("make", module.arrangement, module.application, module.tensors, {})
+    before = kernel_key(definition, {}, (0, 0))
+
+    module.helper = lambda x: x * 3
+
+    assert kernel_key(definition, {}, (0, 0)) != before
+
+
+@pytest.mark.parametrize(
+    "options", [{"num_warps": 4}, {"num_stages": 2}, {"max_num_configs": 2}, {"kernel_name": "k"}]
+)
+def test_key_changes_with_options(tmp_path, monkeypatch, options):
+    assert key_of(tmp_path, monkeypatch)[0] != key_of(tmp_path, monkeypatch, options)[0]
+
+
+def test_key_changes_with_device_properties_and_counters(tmp_path, monkeypatch):
+    _, module = key_of(tmp_path, monkeypatch)
+    definition = ("make", module.arrangement, module.application, module.tensors, {})
+    base = kernel_key(definition, {"max_num_regs": 65536}, (0, 0))
+
+    assert base != kernel_key(definition, {"max_num_regs": 32768}, (0, 0))
+    assert base != kernel_key(definition, {"max_num_regs": 65536}, (0, 1))
+
+
+MAKE_MATMUL = f"""
+    import importlib, importlib.util, json, time
+    # The subpackage, not the decorator the package exports under the same name.
+    jit = importlib.import_module("ninetoothed_ascend.jit")
+    calls = []
+    generate = jit.generate_source
+    jit.generate_source = lambda *a, **k: calls.append(1) or generate(*a, **k)
+    start = time.perf_counter()
+    spec = importlib.util.spec_from_file_location("matmul", {str(EXAMPLES / "matmul.py")!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    print(json.dumps({{"generations": len(calls), "key": module.kernel.key,
+                      "npu": module.kernel.source("npu")}}))
+"""
+
+
+def test_warm_start_skips_code_generation(cache_dir):
+    cold = run_python(MAKE_MATMUL, cache_dir)
+    warm = run_python(MAKE_MATMUL, cache_dir)
+
+    assert cold["generations"] == 1
+    assert warm["generations"] == 0
+    assert warm["key"] == cold["key"]
+    assert warm["npu"] == cold["npu"]
+
+
+def _make_matmul_in_process(cache_dir, queue):
+    import os
+
+    os.environ["NINETOOTHED_ASCEND_CACHE_DIR"] = str(cache_dir)
+
+    try:
+        spec = importlib.util.spec_from_file_location("matmul", EXAMPLES / "matmul.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        queue.put(("ok", module.kernel.key))
+    except BaseException as error:
+        queue.put(("error", repr(error)))
+
+
+def test_concurrent_generation_leaves_one_valid_entry(cache_dir):
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_make_matmul_in_process, args=(cache_dir, queue)) for _ in range(4)
+    ]
+
+    for process in processes:
+        process.start()
+
+    results = [queue.get(timeout=300) for _ in processes]
+
+    for process in processes:
+        process.join(timeout=60)
+
+    assert {status for status, _ in results} == {"ok"}, results
+    assert len({key for _, key in results}) == 1
+
+    entries = list((cache_dir / "kernels").glob("*.json"))
+    sources = list((cache_dir / "sources").glob("*.py"))
+
+    assert len(entries) == 1
+    assert len(sources) == 3
+    assert not list(cache_dir.rglob(".*"))  # no temporary file left behind
+
+    for source in sources:
+        assert hashlib.sha256(source.read_bytes()).hexdigest() == source.stem
+
+
+@pytest.mark.parametrize("damage", ["source", "entry"])
+def test_damaged_cache_is_regenerated(cache_dir, damage):
+    cold = run_python(MAKE_MATMUL, cache_dir)
+
+    if damage == "source":
+        victim = next((cache_dir / "sources").glob("*.py"))
+        victim.write_text(victim.read_text() + "\nraise SystemExit('tampered')\n")
+    else:
+        victim = next((cache_dir / "kernels").glob("*.json"))
+        victim.write_text("{ not json")
+
+    again = run_python(MAKE_MATMUL, cache_dir)
+
+    assert again["generations"] == 1
+    assert again["npu"] == cold["npu"]
+
+    for source in (cache_dir / "sources").glob("*.py"):
+        assert hashlib.sha256(source.read_bytes()).hexdigest() == source.stem
+
+    entry = json.loads(next((cache_dir / "kernels").glob("*.json")).read_text())
+    assert entry["format"] == cache_module.FORMAT
+
+
+def test_directory_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_CACHE_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("NINETOOTHED_CACHE_DIR", str(tmp_path / "b"))
+    assert cache_module.default_directory() == tmp_path / "a"
+
+    monkeypatch.delenv("NINETOOTHED_ASCEND_CACHE_DIR")
+    assert cache_module.default_directory() == tmp_path / "b"
+
+    monkeypatch.delenv("NINETOOTHED_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_module.default_directory() == tmp_path / "xdg" / "ninetoothed-ascend"
+
+
+def test_unwritable_directories_fall_back_with_a_warning(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("NINETOOTHED_ASCEND_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "xdg"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+    with pytest.warns(UserWarning, match="no writable cache directory"):
+        directory = cache_module.default_directory()
+
+    assert directory.parent == tmp_path / "tmp"
+
+
+def test_unwritable_cache_keeps_the_kernel_usable(tmp_path, monkeypatch):
+    import torch
+
+    from helpers import load_example
+
+    def refuse(self, key, entry):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache_module.Cache, "store", refuse)
+
+    with pytest.warns(UserWarning, match="could not cache kernel `add`.*No space left"):
+        module = load_example("add")
+
+    assert module.kernel.path("cpu") is None
+    input, other = module.inputs("cpu", torch.float32)
+    torch.testing.assert_close(module.launch(module.kernel, input, other), input + other)
+

@@ -1,0 +1,26 @@
+"""The main job: ``ninetoothed-ascend demo`` on the bundled examples, on the CPU."""
+
+from click.testing import CliRunner
+from conftest import EXAMPLE_NAMES, EXAMPLES
+
+from ninetoothed_ascend.cli import main
+
+
+def test_demo_generates_runs_and_checks_every_example(cache_dir):
+    result = CliRunner().invoke(main, ["demo", str(EXAMPLES), "--device", "cpu"])
+
+    assert result.exit_code == 0, result.output
+    assert f"{len(EXAMPLE_NAMES)} kernels, 0 mismatches" in result.output
+    assert result.output.count("matches torch") == 2 * len(EXAMPLE_NAMES)
+    assert "rewrites: FoldTrueMask x3" in result.output
+    assert str(cache_dir) in result.output
+
+
+def test_demo_rejects_a_module_that_is_not_an_example(tmp_path):
+    bad = tmp_path / "not_an_example.py"
+    bad.write_text("x = 1\n")
+
+    result = CliRunner().invoke(main, ["demo", str(bad), "--device", "cpu"])
+
+    assert result.exit_code != 0
+    assert "does not define kernel, inputs, launch, reference" in str(result.exception)

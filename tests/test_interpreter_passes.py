@@ -1,0 +1,114 @@
+"""The CPU variant's passes, on small modules, and run in Triton's interpreter."""
+
+import ast
+import math
+import textwrap
+
+import numpy
+import pytest
+import torch
+
+from ninetoothed_ascend.ascendify import LowerClamp, RewriteError, run_pipeline
+from ninetoothed_ascend.jit.interpreter import (
+    PIPELINE,
+    BindLanguageModule,
+    FixAutotuneConfig,
+    InterpretLanguageFunctions,
+)
+
+
+def rewrite(pass_class, source):
+    tree = ast.parse(textwrap.dedent(source))
+    count = pass_class().run(tree)
+
+    return ast.unparse(tree), count
+
+
+def test_bind_language_module():
+    source, count = rewrite(
+        BindLanguageModule,
+        """
+        import triton
+        import triton.language
+        def k(n: triton.language.constexpr):
+            return triton.language.arange(0, n)
+        """,
+    )
+
+    assert "import triton.language as tl" in source
+    assert "n: tl.constexpr" in source
+    assert "tl.arange(0, n)" in source
+    assert count == 2
+
+
+def test_bind_language_module_refuses_a_foreign_tl():
+    with pytest.raises(RewriteError, match="binds `tl` to numpy"):
+        rewrite(BindLanguageModule, "import numpy as tl")
+
+
+def test_interpret_language_functions_only_for_jit_functions():
+    source, count = rewrite(
+        InterpretLanguageFunctions,
+        """
+        import triton.language as tl
+        y = tl.max(x) + tl.sum(x) + tl.exp(x)
+        """,
+    )
+
+    assert "ninetoothed_interpreted_max = triton.runtime.interpreter.InterpretedFunction(tl.max.fn)" in source
+    assert "ninetoothed_interpreted_max(x) + ninetoothed_interpreted_sum(x) + tl.exp(x)" in source
+    assert count == 2
+
+
+def test_fix_autotune_config_picks_the_largest_tile():
+    source, count = rewrite(
+        FixAutotuneConfig,
+        """
+        import triton
+        k_tuned = triton.autotune(configs=[
+            triton.Config({'A': 64, 'B': 32}, num_warps=8),
+            triton.Config({'A': 32, 'B': 128}, num_warps=8),
+            triton.Config({'A': 64, 'B': 128}, num_warps=8),
+        ], key=['n'])(k)
+        def launch(x):
+            k_tuned[lambda meta: (1,)](x)
+        """,
+    )
+
+    assert "k_tuned = k" in source
+    assert "k_tuned[lambda meta: (1,)](x, A=64, B=128)" in source
+    assert count == 1
+
+
+CLAMP_KERNEL = """
+import triton
+import triton.language
+
+@triton.jit
+def clamp_kernel(x_pointer, y_pointer, low, high, n: triton.language.constexpr):
+    offsets = triton.language.arange(0, n)
+    x = triton.language.load(x_pointer + offsets)
+    triton.language.store(y_pointer + offsets, triton.language.clamp(x, low, high{nan}))
+
+def launch(x, y, low, high):
+    clamp_kernel[(1,)](x, y, low, high, x.numel())
+"""
+
+
+@pytest.mark.parametrize("nan", ["", ", propagate_nan=triton.language.PropagateNan.ALL"])
+def test_lowered_clamp_computes_what_clamp_computes(nan):
+    """Emulation on the CPU interpreter: same values, NaN included."""
+
+    source = CLAMP_KERNEL.format(nan=nan)
+    x = torch.tensor([-3.0, -1.0, 0.5, 2.0, math.nan, math.inf, -math.inf, 1.0])
+    results = []
+
+    for passes in (PIPELINE, (LowerClamp, *PIPELINE)):
+        namespace = {}
+        exec(compile(run_pipeline(source, passes).source, "<clamp>", "exec"), namespace)
+        y = torch.empty_like(x)
+        namespace["launch"](x, y, -1.5, 1.5)
+        results.append(y)
+
+    numpy.testing.assert_array_equal(results[0].numpy(), results[1].numpy())
+    assert "language.clamp(" not in run_pipeline(source, (LowerClamp,)).source

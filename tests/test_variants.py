@@ -1,0 +1,125 @@
+"""The three variants of the example kernels, and per-call dispatch."""
+
+import ninetoothed
+import pytest
+import torch
+from conftest import EXAMPLE_NAMES
+from helpers import load_example
+
+import ninetoothed_ascend
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.jit import ninetoothed_adapter, variants
+
+
+def ninetoothed_reference_source(module):
+    """What plain NineToothed generates for the example, under the same device properties."""
+
+    with ninetoothed_adapter._driver_reporting(ninetoothed_adapter.device_properties()):
+        if hasattr(module, "tensors"):
+            handle = ninetoothed.make(
+                module.arrangement,
+                module.application,
+                module.tensors,
+                kernel_name=module.kernel.kernel_name,
+            )
+        else:
+            handle = ninetoothed.jit(module.softmax)
+
+    with open(handle._source, encoding="utf-8") as file:
+        return file.read()
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_cuda_variant_is_ninetoothed_output_byte_for_byte(name):
+    module = load_example(name)
+
+    assert module.kernel.source("cuda") == ninetoothed_reference_source(module)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_cpu_tensors_run_the_cpu_variant_and_match_torch(name, dtype):
+    """Level 3 (emulation on the CPU interpreter): the handle's result equals torch's."""
+
+    module = load_example(name)
+    result = examples.compare(module, module.kernel, "cpu", dtype)
+
+    assert result.matches, f"max abs error {result.max_abs_error}"
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_npu_variant_differs_from_cuda_by_the_reported_rewrites(name):
+    module = load_example(name)
+    rewrites = dict(module.kernel.rewrites("npu"))
+
+    assert rewrites["FoldTrueMask"] >= 1
+    assert "True &" in module.kernel.source("cuda")
+    assert "True &" not in module.kernel.source("npu")
+
+
+def test_mixed_device_types_raise():
+    module = load_example("add")
+    on_cpu = torch.ones(4)
+    on_meta = torch.ones(4, device="meta")
+
+    with pytest.raises(ninetoothed_ascend.MixedDevicesError, match="kernel `add`.*cpu and meta"):
+        module.kernel(on_cpu, on_meta, on_cpu)
+
+
+def test_device_type_without_variant_raises():
+    module = load_example("add")
+    on_meta = torch.ones(4, device="meta")
+
+    with pytest.raises(ninetoothed_ascend.VariantUnavailableError, match="device type 'meta'"):
+        module.kernel(on_meta, on_meta, on_meta)
+
+
+def test_variant_forces_one_variant():
+    module = load_example("add")
+    input, other = module.inputs("cpu", torch.float32)
+
+    output = module.launch(module.kernel.variant("cpu"), input, other)
+
+    torch.testing.assert_close(output, input + other)
+
+
+def test_unknown_variant_name_raises():
+    with pytest.raises(KeyError, match="'tpu' is not a variant"):
+        load_example("add").kernel.source("tpu")
+
+
+class _Refuses(ninetoothed_ascend.ascendify.Pass):
+    def visit_Module(self, node):
+        raise ninetoothed_ascend.ascendify.RewriteError(
+            "this kernel uses a construct Ascend lacks.", "Rewrite the kernel without it."
+        )
+
+
+def test_npu_failure_leaves_cuda_and_cpu_variants_working(monkeypatch):
+    monkeypatch.setitem(variants._PIPELINES, "npu", (_Refuses,))
+    module = load_example("add")
+    input, other = module.inputs("cpu", torch.float32)
+
+    torch.testing.assert_close(module.launch(module.kernel, input, other), input + other)
+    assert module.kernel.source("cuda")
+
+    with pytest.raises(
+        ninetoothed_ascend.VariantUnavailableError,
+        match=r"the npu variant of kernel `add` cannot be built for triton-ascend: "
+        r"pass _Refuses: this kernel uses a construct Ascend lacks. Rewrite the kernel without it.",
+    ):
+        module.kernel.variant("npu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a GPU")
+def test_generation_needs_no_driver():
+    import triton
+
+    with pytest.raises(RuntimeError, match="active drivers"):
+        triton.runtime.driver.active.get_current_device()
+
+    assert load_example("matmul").kernel.source("cuda")
+
+    # The stand-in driver was scoped to generation.
+    with pytest.raises(RuntimeError, match="active drivers"):
+        triton.runtime.driver.active.get_current_device()
