@@ -9,7 +9,7 @@ from conftest import EXAMPLE_NAMES
 from helpers import load_example
 
 from ninetoothed_ascend import ascendify
-from ninetoothed_ascend.compile_check import StageError, check_variant
+from ninetoothed_ascend.compile_check import StageError, check_variant, compile_stages
 from ninetoothed_ascend.jit import variants
 
 pytestmark = pytest.mark.ascend
@@ -46,3 +46,30 @@ def test_cuda_variant_cannot_even_be_imported_without_an_npu_driver():
         module.kernel.module("cuda")
 
     assert module.kernel.module("npu")
+
+
+@pytest.mark.parametrize("pointer", ["*fp16", "*fp32"])
+def test_adapter_lower_bound_crash_and_its_cure(pointer):
+    """The reproducer behind ScalarizeTileLowerBounds: the original crashes triton-adapter-opt, the rewrite does not.
+
+    The crash is heap corruption, so it is not certain on every run; three tries are allowed.
+    """
+
+    from reproducers import adapter_lower_bound_crash as reproducer
+
+    signature = {"x_ptr": pointer, "N": "i32"}
+    constants = {"B": 32}
+    outcomes = []
+
+    for _ in range(3):
+        try:
+            compile_stages(reproducer.repro, signature, constants)
+            outcomes.append("passed")
+        except StageError as error:
+            outcomes.append(error.stage)
+
+    assert "ttadapter" in outcomes
+
+    for _ in range(3):
+        linalg, _ = compile_stages(reproducer.repro_fixed, signature, constants)
+        assert "func.func" in linalg

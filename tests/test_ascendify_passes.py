@@ -16,6 +16,7 @@ from ninetoothed_ascend.ascendify import (
     PipelineError,
     RemapLibdevice,
     RewriteError,
+    ScalarizeTileLowerBounds,
     UseHf32InDot,
     run_pipeline,
 )
@@ -55,6 +56,46 @@ def test_fold_true_mask_leaves_integer_and_outside_masks():
     )
 
     assert source.count("True & n") == 2
+    assert count == 0
+
+
+def test_scalarize_tile_lower_bounds():
+    source, count = rewrite(
+        ScalarizeTileLowerBounds,
+        """
+        import triton.language as tl
+        tl.store(p, x, mask=(i * B + tl.arange(0, B)[:, None] >= 0) & (tl.arange(0, B)[None, :] + B * j >= 0) & (i * B + tl.arange(0, B)[:, None] < n))
+        """,
+    )
+
+    assert "mask=(i >= 0) & (j >= 0) & (i * B + tl.arange(0, B)[:, None] < n)" in source
+    assert count == 2
+
+
+@pytest.mark.parametrize(
+    "term",
+    [
+        "tl.arange(0, B) >= 0",  # constant start: no runtime lower bound
+        "i * B + tl.arange(0, C) >= 0",  # tile size differs from the factor
+        "i * B + tl.arange(1, B) >= 0",  # arange does not start at 0
+        "i * B + tl.arange(0, B) >= 1",  # bound is not 0
+        "i * B + tl.arange(0, B) > 0",
+    ],
+)
+def test_scalarize_tile_lower_bounds_leaves_other_comparisons(term):
+    source, count = rewrite(
+        ScalarizeTileLowerBounds, f"import triton.language as tl\ntl.load(p, mask={term})"
+    )
+
+    assert count == 0
+
+
+def test_scalarize_tile_lower_bounds_only_in_masks():
+    source, count = rewrite(
+        ScalarizeTileLowerBounds,
+        "import triton.language as tl\nk = i * B + tl.arange(0, B) >= 0",
+    )
+
     assert count == 0
 
 
@@ -226,4 +267,5 @@ def test_pipeline_reports_what_fired():
     )
 
     assert rewritten.rewrites == (("FoldTrueMask", 1), ("FillMaskedLoads", 1))
+    assert [step.__name__ for step in PIPELINE][:2] == ["FoldTrueMask", "ScalarizeTileLowerBounds"]
     assert "load(p, mask=m, other=0)" in rewritten.source

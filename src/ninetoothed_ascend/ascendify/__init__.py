@@ -17,11 +17,13 @@ from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
+from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
 
 #: The NPU pipeline.
 PIPELINE = (
     FoldTrueMask,
+    ScalarizeTileLowerBounds,
     FillMaskedLoads,
     LowerClamp,
     UseHf32InDot,
@@ -52,6 +54,7 @@ __all__ = [
     "RemapLibdevice",
     "RewriteError",
     "Rewritten",
+    "ScalarizeTileLowerBounds",
     "UseHf32InDot",
     "ascendify",
     "run_pipeline",

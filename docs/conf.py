@@ -1,0 +1,8 @@
+"""Sphinx configuration."""
+
+project = "ninetoothed-ascend"
+author = "ninetoothed-ascend developers"
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build"]
+html_theme = "alabaster"

@@ -1,0 +1,100 @@
+"""Compare the program index, not the tile, against zero in masks."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass, keyword
+
+_MEMORY_ACCESSES = ("triton.language.load", "triton.language.store")
+
+
+class ScalarizeTileLowerBounds(Pass):
+    """Rewrite ``index * C + arange(0, C)[...] >= 0`` into ``index >= 0`` inside load and store masks.
+
+    Constraint: ``triton-adapter-opt`` in triton-ascend 3.2.0 corrupts its heap
+    (segfault or "double free", nondeterministically) in its first pass,
+    ``--discrete-mask-access-conversion``, when a lower bound on a block whose
+    start is a runtime value sits inside an ``&`` that is itself an operand of
+    another ``&``. NineToothed emits exactly that for every tiled dimension,
+    so its matmul crashed the adapter in every config (found by bisection
+    under valgrind; reproducer in ``tests/test_ascendify_passes.py``).
+
+    The rewrite is exact: for an integer ``index``, ``C > 0`` (``arange``
+    requires it) and ``a`` in ``[0, C)``, ``index * C + a >= 0`` holds exactly
+    when ``index >= 0``. The scalar condition broadcasts to the same mask.
+    Matched by structure: the sum of a product and ``arange(0, C)`` (either
+    order of either operation), with the same ``C`` in both places.
+    """
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if self.is_call_to(node, *_MEMORY_ACCESSES):
+            mask = keyword(node, "mask")
+
+            if mask is not None:
+                mask.value = _LowerBoundRewriter(self).visit(mask.value)
+
+        return node
+
+
+class _LowerBoundRewriter(ast.NodeTransformer):
+    def __init__(self, owner):
+        self._owner = owner
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+
+        index = self._tile_index(node)
+
+        if index is None:
+            return node
+
+        self._owner.rewrote()
+
+        return ast.copy_location(
+            ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]), node
+        )
+
+    def _tile_index(self, node):
+        if not (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], ast.GtE)
+            and _is_zero(node.comparators[0])
+            and isinstance(node.left, ast.BinOp)
+            and isinstance(node.left.op, ast.Add)
+        ):
+            return None
+
+        total = node.left
+
+        for arange, product in ((total.right, total.left), (total.left, total.right)):
+            size = self._arange_size(arange)
+
+            if size is None or not (
+                isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult)
+            ):
+                continue
+
+            for index, factor in ((product.left, product.right), (product.right, product.left)):
+                if ast.dump(factor) == ast.dump(size):
+                    return index
+
+        return None
+
+    def _arange_size(self, node):
+        if isinstance(node, ast.Subscript):
+            node = node.value
+
+        if (
+            self._owner.is_call_to(node, "triton.language.arange")
+            and len(node.args) == 2
+            and not node.keywords
+            and _is_zero(node.args[0])
+        ):
+            return node.args[1]
+
+        return None
+
+
+def _is_zero(node):
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
