@@ -17,6 +17,8 @@ import time
 
 import torch
 
+import ninetoothed_ascend
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -60,6 +62,17 @@ def main():
         via_handle.append(time_calls(handle, args, arguments.calls))
         via_launch.append(time_calls(direct, args, arguments.calls))
 
+    # The dispatch alone: the same handle with a launch that does nothing.
+    def nothing(*args):
+        return None
+
+    isolated = ninetoothed_ascend.Handle(handle.kernel_name, handle.key, handle._entry)
+    isolated._launches["cuda"] = nothing
+    dispatch_only = statistics.median(
+        time_calls(isolated, args, arguments.calls) - time_calls(nothing, args, arguments.calls)
+        for _ in range(arguments.rounds)
+    )
+
     handle_us = statistics.median(via_handle) * 1e6
     launch_us = statistics.median(via_launch) * 1e6
     print(f"device: {torch.cuda.get_device_name()}")
@@ -69,6 +82,7 @@ def main():
         f"dispatch overhead:        {handle_us - launch_us:.3f} us/call "
         f"({(handle_us / launch_us - 1) * 100:.2f} %)"
     )
+    print(f"dispatch alone (no-op launch): {dispatch_only * 1e6:.3f} us/call")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from ninetoothed_ascend.jit.interpreter import (
     PIPELINE,
     BindLanguageModule,
     FixAutotuneConfig,
+    IndexLoopBounds,
     InterpretLanguageFunctions,
 )
 
@@ -112,3 +113,32 @@ def test_lowered_clamp_computes_what_clamp_computes(nan):
 
     numpy.testing.assert_array_equal(results[0].numpy(), results[1].numpy())
     assert "language.clamp(" not in run_pipeline(source, (LowerClamp,)).source
+
+
+def test_index_loop_bounds_wraps_range_arguments_in_kernels_only():
+    source, count = rewrite(
+        IndexLoopBounds,
+        """
+        import triton
+        @triton.jit
+        def kernel(n):
+            for k in range(n):
+                pass
+        def launch(n):
+            return range(n)
+        """,
+    )
+
+    assert "for k in range(ninetoothed_loop_bound(n))" in source
+    assert "return range(n)" in source
+    assert count == 1
+
+    namespace = {}
+    exec(source.replace("@triton.jit", ""), namespace)
+    bound = namespace["ninetoothed_loop_bound"]
+
+    class Scalar:
+        handle = type("Handle", (), {"data": numpy.array([7], dtype=numpy.int32)})()
+
+    assert bound(Scalar()) == 7 and type(bound(Scalar())) is int
+    assert bound(5) == 5

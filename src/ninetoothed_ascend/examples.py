@@ -6,7 +6,10 @@ An example module defines, at module level:
 * ``inputs(device, dtype)``: a ``tuple`` of input tensors;
 * ``launch(kernel, *inputs)``: calls ``kernel`` (the handle or one variant's
   launch function) and returns the output tensor;
-* ``reference(*inputs)``: the same result computed by torch.
+* ``reference(*inputs)``: the same result computed by torch;
+
+and may define ``TOLERANCES``, a ``dict`` like :data:`TOLERANCES` for the
+dtypes where the kernel's own precision differs.
 """
 
 import dataclasses
@@ -102,7 +105,7 @@ def compare(module, kernel, device, dtype=torch.float16):
 
     seconds = time.perf_counter() - start
     expected = module.reference(*inputs)
-    atol, rtol = TOLERANCES[dtype]
+    atol, rtol = getattr(module, "TOLERANCES", {}).get(dtype, TOLERANCES[dtype])
     difference = (output.float() - expected.float()).abs()
 
     return Comparison(
