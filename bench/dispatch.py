@@ -69,7 +69,8 @@ def main():
     isolated = ninetoothed_ascend.Handle(handle.kernel_name, handle.key, handle._entry)
     isolated._launches["cuda"] = nothing
     dispatch_only = statistics.median(
-        time_calls(isolated, args, arguments.calls) - time_calls(nothing, args, arguments.calls)
+        time_calls(isolated, args, arguments.calls)
+        - time_calls(nothing, args, arguments.calls)
         for _ in range(arguments.rounds)
     )
 

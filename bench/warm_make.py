@@ -67,7 +67,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     arguments = parser.parse_args()
 
-    print("| kernel | cold make (ms) | warm make (ms) | ninetoothed.make (ms) | speed-up |")
+    print(
+        "| kernel | cold make (ms) | warm make (ms) | ninetoothed.make (ms) | speed-up |"
+    )
     print("| --- | ---: | ---: | ---: | ---: |")
 
     for name in NAMES:

@@ -42,7 +42,9 @@ def application(input, other, output):
 
 tensors = (Tensor(2, other=0), Tensor(2, other=0), Tensor(2))
 
-kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="matmul")
+kernel = ninetoothed_ascend.make(
+    arrangement, application, tensors, kernel_name="matmul"
+)
 
 
 #: ``tl.dot`` multiplies fp32 inputs in tf32 on NVIDIA GPUs (10-bit mantissa).
@@ -59,7 +61,9 @@ def inputs(device, dtype=torch.float16):
 
 
 def launch(kernel, input, other):
-    output = torch.empty((input.shape[0], other.shape[1]), device=input.device, dtype=input.dtype)
+    output = torch.empty(
+        (input.shape[0], other.shape[1]), device=input.device, dtype=input.dtype
+    )
     kernel(input, other, output)
 
     return output

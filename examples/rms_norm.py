@@ -10,12 +10,20 @@ import ninetoothed_ascend
 BLOCK_SIZE = Symbol("BLOCK_SIZE", constexpr=True)
 
 
-def arrangement(input, weight, eps, num_normalized_elements, output, BLOCK_SIZE=BLOCK_SIZE):
+def arrangement(
+    input, weight, eps, num_normalized_elements, output, BLOCK_SIZE=BLOCK_SIZE
+):
     input_arranged = input.tile((1, BLOCK_SIZE))
     weight_arranged = weight.tile((1, BLOCK_SIZE)).expand((input_arranged.shape[0], -1))
     output_arranged = output.tile((1, BLOCK_SIZE))
 
-    return input_arranged, weight_arranged, eps, num_normalized_elements, output_arranged
+    return (
+        input_arranged,
+        weight_arranged,
+        eps,
+        num_normalized_elements,
+        output_arranged,
+    )
 
 
 def application(input, weight, eps, num_normalized_elements, output):
@@ -26,7 +34,9 @@ def application(input, weight, eps, num_normalized_elements, output):
 
 tensors = (Tensor(2, other=0), Tensor(2, other=0), Tensor(0), Tensor(0), Tensor(2))
 
-kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="rms_norm")
+kernel = ninetoothed_ascend.make(
+    arrangement, application, tensors, kernel_name="rms_norm"
+)
 
 
 def inputs(device, dtype=torch.float16):
@@ -54,6 +64,6 @@ def launch(kernel, input, weight, eps=1e-6):
 
 
 def reference(input, weight, eps=1e-6):
-    return torch.nn.functional.rms_norm(input.float(), (input.shape[-1],), weight.float(), eps).to(
-        input.dtype
-    )
+    return torch.nn.functional.rms_norm(
+        input.float(), (input.shape[-1],), weight.float(), eps
+    ).to(input.dtype)

@@ -22,8 +22,12 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
 def main():
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
-    print("| kernel | dtype | CUDA variant (handle) | NPU variant, emulated | CUDA source == ninetoothed.make |")
+    print(
+        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}"
+    )
+    print(
+        "| kernel | dtype | CUDA variant (handle) | NPU variant, emulated | CUDA source == ninetoothed.make |"
+    )
     print("| --- | --- | --- | --- | --- |")
     failures = 0
 
@@ -33,7 +37,10 @@ def main():
 
         if hasattr(module, "tensors"):
             reference = ninetoothed.make(
-                module.arrangement, module.application, module.tensors, kernel_name=kernel.kernel_name
+                module.arrangement,
+                module.application,
+                module.tensors,
+                kernel_name=kernel.kernel_name,
             )
         else:
             reference = ninetoothed.jit(module.softmax)

@@ -1,5 +1,6 @@
 """Shared by the tests: loading examples and running code in fresh processes."""
 
+import ast
 import json
 import os
 import subprocess
@@ -9,6 +10,15 @@ import textwrap
 from conftest import EXAMPLES
 
 from ninetoothed_ascend import examples
+
+
+def rewrite(pass_class, source):
+    """Run one pass on ``source``; return the new source and the number of rewrites."""
+
+    tree = ast.parse(textwrap.dedent(source))
+    count = pass_class().run(tree)
+
+    return ast.unparse(tree), count
 
 
 def load_example(name):

@@ -29,11 +29,15 @@ def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype):
 def test_without_fold_true_mask_the_frontend_fails(monkeypatch):
     """Why FoldTrueMask exists: NineToothed's masks fail triton-ascend's frontend."""
 
-    pipeline = tuple(step for step in ascendify.PIPELINE if step is not ascendify.FoldTrueMask)
+    pipeline = tuple(
+        step for step in ascendify.PIPELINE if step is not ascendify.FoldTrueMask
+    )
     monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
     module = load_example("add")
 
-    with pytest.raises(StageError, match=r"(?s)\[ttir\].*'bool' object has no attribute 'type'"):
+    with pytest.raises(
+        StageError, match=r"(?s)\[ttir\].*'bool' object has no attribute 'type'"
+    ):
         check_variant(module.kernel, module.launch, *module.inputs("cpu"))
 
 

@@ -1,10 +1,9 @@
 """Each NPU pass in isolation, on small modules (level 1: pass tests on the AST)."""
 
-import ast
 import collections
-import textwrap
 
 import pytest
+from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import (
     PIPELINE,
@@ -20,13 +19,6 @@ from ninetoothed_ascend.ascendify import (
     UseHf32InDot,
     run_pipeline,
 )
-
-
-def rewrite(pass_class, source):
-    tree = ast.parse(textwrap.dedent(source))
-    count = pass_class().run(tree)
-
-    return ast.unparse(tree), count
 
 
 def test_fold_true_mask_in_loads_and_stores():
@@ -84,7 +76,8 @@ def test_scalarize_tile_lower_bounds():
 )
 def test_scalarize_tile_lower_bounds_leaves_other_comparisons(term):
     source, count = rewrite(
-        ScalarizeTileLowerBounds, f"import triton.language as tl\ntl.load(p, mask={term})"
+        ScalarizeTileLowerBounds,
+        f"import triton.language as tl\ntl.load(p, mask={term})",
     )
 
     assert count == 0
@@ -150,7 +143,9 @@ def test_fill_masked_loads_ignores_other_calls_named_load():
     ],
 )
 def test_lower_clamp(call, expected):
-    source, count = rewrite(LowerClamp, f"import triton\nimport triton.language as tl\ny = {call}")
+    source, count = rewrite(
+        LowerClamp, f"import triton\nimport triton.language as tl\ny = {call}"
+    )
 
     assert source.splitlines()[-1] == f"y = {expected}"
     assert count == 1
@@ -159,8 +154,14 @@ def test_lower_clamp(call, expected):
 @pytest.mark.parametrize(
     "call, expected",
     [
-        ('tl.dot(a, b, input_precision="tf32")', "tl.dot(a, b, input_precision='hf32')"),
-        ('tl.dot(a, b, input_precision="tf32x3")', "tl.dot(a, b, input_precision='hf32')"),
+        (
+            'tl.dot(a, b, input_precision="tf32")',
+            "tl.dot(a, b, input_precision='hf32')",
+        ),
+        (
+            'tl.dot(a, b, input_precision="tf32x3")',
+            "tl.dot(a, b, input_precision='hf32')",
+        ),
         ('tl.dot(a, b, acc, "tf32")', "tl.dot(a, b, acc, 'hf32')"),
         ("tl.dot(a, b, allow_tf32=True)", "tl.dot(a, b, input_precision='hf32')"),
         ("tl.dot(a, b, allow_tf32=False)", "tl.dot(a, b)"),
@@ -175,7 +176,8 @@ def test_use_hf32_in_dot(call, expected):
 
 def test_use_hf32_keeps_ieee():
     source, count = rewrite(
-        UseHf32InDot, 'import triton.language as tl\ny = tl.dot(a, b, input_precision="ieee")'
+        UseHf32InDot,
+        'import triton.language as tl\ny = tl.dot(a, b, input_precision="ieee")',
     )
 
     assert count == 0
@@ -195,7 +197,9 @@ def test_remap_libdevice_detects_the_module_at_import():
     namespace = {}
 
     # CUDA Triton has neither module: the import names both and says what to do.
-    with pytest.raises(ImportError, match="extra.cann.libdevice.*extra.ascend.libdevice.*triton-ascend"):
+    with pytest.raises(
+        ImportError, match="extra.cann.libdevice.*extra.ascend.libdevice.*triton-ascend"
+    ):
         exec(source, namespace)
 
 
@@ -255,7 +259,9 @@ def test_pipeline_names_a_pass_that_crashes():
         def visit_Module(self, node):
             raise ZeroDivisionError("boom")
 
-    with pytest.raises(PipelineError, match="pass Crashes: crashed with ZeroDivisionError"):
+    with pytest.raises(
+        PipelineError, match="pass Crashes: crashed with ZeroDivisionError"
+    ):
         run_pipeline("x = 1\n", (Crashes,))
 
 
@@ -267,5 +273,8 @@ def test_pipeline_reports_what_fired():
     )
 
     assert rewritten.rewrites == (("FoldTrueMask", 1), ("FillMaskedLoads", 1))
-    assert [step.__name__ for step in PIPELINE][:2] == ["FoldTrueMask", "ScalarizeTileLowerBounds"]
+    assert [step.__name__ for step in PIPELINE][:2] == [
+        "FoldTrueMask",
+        "ScalarizeTileLowerBounds",
+    ]
     assert "load(p, mask=m, other=0)" in rewritten.source

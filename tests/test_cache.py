@@ -14,7 +14,7 @@ from helpers import run_python
 from ninetoothed_ascend import cache as cache_module
 from ninetoothed_ascend.jit.fingerprint import kernel_key
 
-KERNEL_SOURCE = '''
+KERNEL_SOURCE = """
 import ninetoothed
 from ninetoothed import Tensor
 
@@ -34,9 +34,15 @@ def application(input, output):
 
 
 tensors = (Tensor({ndim}, other={other}), Tensor({ndim}))
-'''
+"""
 
-BASE = {"scale": 2, "tile": "BLOCK_SIZE", "body": "helper(input)", "ndim": 1, "other": None}
+BASE = {
+    "scale": 2,
+    "tile": "BLOCK_SIZE",
+    "body": "helper(input)",
+    "ndim": 1,
+    "other": None,
+}
 
 
 def key_of(tmp_path, monkeypatch, options=None, **changes):
@@ -49,7 +55,9 @@ def key_of(tmp_path, monkeypatch, options=None, **changes):
     monkeypatch.setattr(ninetoothed.Tensor, "num_instances", 0)
     monkeypatch.setattr(ninetoothed.block_size, "_num_block_sizes", 0)
     spec.loader.exec_module(module)
-    options = {"kernel_name": None, "num_warps": None, "num_stages": None} | (options or {})
+    options = {"kernel_name": None, "num_warps": None, "num_stages": None} | (
+        options or {}
+    )
 
     return kernel_key(
         ("make", module.arrangement, module.application, module.tensors, options),
@@ -73,7 +81,9 @@ def test_key_is_stable_for_an_unchanged_kernel(tmp_path, monkeypatch):
     ],
 )
 def test_key_changes_when_the_kernel_changes(tmp_path, monkeypatch, what, change):
-    assert key_of(tmp_path, monkeypatch)[0] != key_of(tmp_path, monkeypatch, **change)[0], what
+    assert (
+        key_of(tmp_path, monkeypatch)[0] != key_of(tmp_path, monkeypatch, **change)[0]
+    ), what
 
 
 def test_key_changes_when_a_function_used_changes(tmp_path, monkeypatch):
@@ -87,7 +97,8 @@ def test_key_changes_when_a_function_used_changes(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "options", [{"num_warps": 4}, {"num_stages": 2}, {"max_num_configs": 2}, {"kernel_name": "k"}]
+    "options",
+    [{"num_warps": 4}, {"num_stages": 2}, {"max_num_configs": 2}, {"kernel_name": "k"}],
 )
 def test_key_changes_with_options(tmp_path, monkeypatch, options):
     assert key_of(tmp_path, monkeypatch)[0] != key_of(tmp_path, monkeypatch, options)[0]
@@ -146,7 +157,8 @@ def test_concurrent_generation_leaves_one_valid_entry(cache_dir):
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     processes = [
-        context.Process(target=_make_matmul_in_process, args=(cache_dir, queue)) for _ in range(4)
+        context.Process(target=_make_matmul_in_process, args=(cache_dir, queue))
+        for _ in range(4)
     ]
 
     for process in processes:
@@ -223,7 +235,6 @@ def test_unwritable_directories_fall_back_with_a_warning(tmp_path, monkeypatch):
 
 def test_unwritable_cache_keeps_the_kernel_usable(tmp_path, monkeypatch):
     import torch
-
     from helpers import load_example
 
     def refuse(self, key, entry):
@@ -236,5 +247,6 @@ def test_unwritable_cache_keeps_the_kernel_usable(tmp_path, monkeypatch):
 
     assert module.kernel.path("cpu") is None
     input, other = module.inputs("cpu", torch.float32)
-    torch.testing.assert_close(module.launch(module.kernel, input, other), input + other)
-
+    torch.testing.assert_close(
+        module.launch(module.kernel, input, other), input + other
+    )

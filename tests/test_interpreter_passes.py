@@ -1,12 +1,11 @@
 """The CPU variant's passes, on small modules, and run in Triton's interpreter."""
 
-import ast
 import math
-import textwrap
 
 import numpy
 import pytest
 import torch
+from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import LowerClamp, RewriteError, run_pipeline
 from ninetoothed_ascend.jit.interpreter import (
@@ -16,13 +15,6 @@ from ninetoothed_ascend.jit.interpreter import (
     IndexLoopBounds,
     InterpretLanguageFunctions,
 )
-
-
-def rewrite(pass_class, source):
-    tree = ast.parse(textwrap.dedent(source))
-    count = pass_class().run(tree)
-
-    return ast.unparse(tree), count
 
 
 def test_bind_language_module():
@@ -56,8 +48,14 @@ def test_interpret_language_functions_only_for_jit_functions():
         """,
     )
 
-    assert "ninetoothed_interpreted_max = triton.runtime.interpreter.InterpretedFunction(tl.max.fn)" in source
-    assert "ninetoothed_interpreted_max(x) + ninetoothed_interpreted_sum(x) + tl.exp(x)" in source
+    assert (
+        "ninetoothed_interpreted_max = triton.runtime.interpreter.InterpretedFunction(tl.max.fn)"
+        in source
+    )
+    assert (
+        "ninetoothed_interpreted_max(x) + ninetoothed_interpreted_sum(x) + tl.exp(x)"
+        in source
+    )
     assert count == 2
 
 
@@ -96,7 +94,9 @@ def launch(x, y, low, high):
 """
 
 
-@pytest.mark.parametrize("nan", ["", ", propagate_nan=triton.language.PropagateNan.ALL"])
+@pytest.mark.parametrize(
+    "nan", ["", ", propagate_nan=triton.language.PropagateNan.ALL"]
+)
 def test_lowered_clamp_computes_what_clamp_computes(nan):
     """Emulation on the CPU interpreter: same values, NaN included."""
 

@@ -62,7 +62,9 @@ def test_mixed_device_types_raise():
     on_cpu = torch.ones(4)
     on_meta = torch.ones(4, device="meta")
 
-    with pytest.raises(ninetoothed_ascend.MixedDevicesError, match="kernel `add`.*cpu and meta"):
+    with pytest.raises(
+        ninetoothed_ascend.MixedDevicesError, match="kernel `add`.*cpu and meta"
+    ):
         module.kernel(on_cpu, on_meta, on_cpu)
 
 
@@ -70,7 +72,9 @@ def test_device_type_without_variant_raises():
     module = load_example("add")
     on_meta = torch.ones(4, device="meta")
 
-    with pytest.raises(ninetoothed_ascend.VariantUnavailableError, match="device type 'meta'"):
+    with pytest.raises(
+        ninetoothed_ascend.VariantUnavailableError, match="device type 'meta'"
+    ):
         module.kernel(on_meta, on_meta, on_meta)
 
 
@@ -91,7 +95,8 @@ def test_unknown_variant_name_raises():
 class _Refuses(ninetoothed_ascend.ascendify.Pass):
     def visit_Module(self, node):
         raise ninetoothed_ascend.ascendify.RewriteError(
-            "this kernel uses a construct Ascend lacks.", "Rewrite the kernel without it."
+            "this kernel uses a construct Ascend lacks.",
+            "Rewrite the kernel without it.",
         )
 
 
@@ -100,7 +105,9 @@ def test_npu_failure_leaves_cuda_and_cpu_variants_working(monkeypatch):
     module = load_example("add")
     input, other = module.inputs("cpu", torch.float32)
 
-    torch.testing.assert_close(module.launch(module.kernel, input, other), input + other)
+    torch.testing.assert_close(
+        module.launch(module.kernel, input, other), input + other
+    )
     assert module.kernel.source("cuda")
 
     with pytest.raises(

@@ -9,7 +9,22 @@ from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import default_directory
 from ninetoothed_ascend.jit.variants import VARIANTS
 
-_DTYPES = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
+_DTYPES = {
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+}
+
+
+_dtype_option = click.option(
+    "--dtype",
+    "dtype_names",
+    type=click.Choice(sorted(_DTYPES)),
+    multiple=True,
+    default=("float16", "float32"),
+    show_default=True,
+    help="Input dtypes to run (repeatable).",
+)
 
 
 @click.group()
@@ -26,14 +41,7 @@ def main():
     show_default=True,
     help="Where to run the kernels; auto picks cuda, then npu, then cpu.",
 )
-@click.option(
-    "--dtype",
-    "dtype_names",
-    type=click.Choice(sorted(_DTYPES)),
-    multiple=True,
-    default=("float16", "float32"),
-    show_default=True,
-)
+@_dtype_option
 def demo(paths, device, dtype_names):
     """Generate the variants of example kernels, run them, and check them against torch.
 
@@ -79,7 +87,9 @@ def _describe_variant(kernel, name):
         click.echo(f"  {name}: not built: {error}")
         return
 
-    rewrites = ", ".join(f"{pass_name} x{count}" for pass_name, count in kernel.rewrites(name))
+    rewrites = ", ".join(
+        f"{pass_name} x{count}" for pass_name, count in kernel.rewrites(name)
+    )
     click.echo(f"  {name}: {path}")
 
     if name != "cuda":
@@ -88,14 +98,7 @@ def _describe_variant(kernel, name):
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option(
-    "--dtype",
-    "dtype_names",
-    type=click.Choice(sorted(_DTYPES)),
-    multiple=True,
-    default=("float16", "float32"),
-    show_default=True,
-)
+@_dtype_option
 def check(paths, dtype_names):
     """Run the Ascend compile check (ttir and ttadapter) on the NPU variant of example kernels.
 

@@ -122,7 +122,8 @@ def compile_stages(jit_function, signature, constants, arch=DEFAULT_ARCH):
         except subprocess.CalledProcessError as error:
             stderr = (error.stderr or b"").decode("utf-8", "replace").strip()
             raise StageError(
-                "ttadapter", f"triton-adapter-opt exited with {error.returncode}: {stderr}"
+                "ttadapter",
+                f"triton-adapter-opt exited with {error.returncode}: {stderr}",
             ) from error
         except Exception as error:
             raise StageError("ttadapter", f"{type(error).__name__}: {error}") from error
@@ -160,7 +161,9 @@ def check_variant(handle, launch, *inputs, variant="npu"):
     for config in configs:
         named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
         constants = {
-            param.name: named[param.name] for param in kernel.params if param.is_constexpr
+            param.name: named[param.name]
+            for param in kernel.params
+            if param.is_constexpr
         }
         signature = {
             name: _triton_type(value)

@@ -109,7 +109,9 @@ def compare(module, kernel, device, dtype=torch.float16):
     difference = (output.float() - expected.float()).abs()
 
     return Comparison(
-        matches=bool(torch.allclose(output.float(), expected.float(), atol=atol, rtol=rtol)),
+        matches=bool(
+            torch.allclose(output.float(), expected.float(), atol=atol, rtol=rtol)
+        ),
         max_abs_error=difference.max().item() if difference.numel() else 0.0,
         seconds=seconds,
     )

@@ -13,8 +13,16 @@ import triton.language
 def repro(x_ptr, N, B: triton.language.constexpr):
     i = triton.language.program_id(0)
     j = triton.language.program_id(1)
-    offs = (i * B + triton.language.arange(0, B)[:, None]) * N + j * B + triton.language.arange(0, B)[None, :]
-    mask = (i * B + triton.language.arange(0, B)[:, None] >= 0) & (j * B + triton.language.arange(0, B)[None, :] >= 0) & (j * B + triton.language.arange(0, B)[None, :] < N)
+    offs = (
+        (i * B + triton.language.arange(0, B)[:, None]) * N
+        + j * B
+        + triton.language.arange(0, B)[None, :]
+    )
+    mask = (
+        (i * B + triton.language.arange(0, B)[:, None] >= 0)
+        & (j * B + triton.language.arange(0, B)[None, :] >= 0)
+        & (j * B + triton.language.arange(0, B)[None, :] < N)
+    )
     triton.language.store(x_ptr + offs, 0.0, mask=mask)
     triton.language.store(x_ptr + offs + 1, 0.0, mask=mask)
 
@@ -23,7 +31,11 @@ def repro(x_ptr, N, B: triton.language.constexpr):
 def repro_fixed(x_ptr, N, B: triton.language.constexpr):
     i = triton.language.program_id(0)
     j = triton.language.program_id(1)
-    offs = (i * B + triton.language.arange(0, B)[:, None]) * N + j * B + triton.language.arange(0, B)[None, :]
+    offs = (
+        (i * B + triton.language.arange(0, B)[:, None]) * N
+        + j * B
+        + triton.language.arange(0, B)[None, :]
+    )
     mask = (i >= 0) & (j >= 0) & (j * B + triton.language.arange(0, B)[None, :] < N)
     triton.language.store(x_ptr + offs, 0.0, mask=mask)
     triton.language.store(x_ptr + offs + 1, 0.0, mask=mask)

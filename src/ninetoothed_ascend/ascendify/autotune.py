@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass
+from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments
 
 
 class DeferAutotune(Pass):
@@ -28,30 +28,19 @@ class DeferAutotune(Pass):
     def visit_Module(self, node):
         deferred = set()
 
-        for index, statement in enumerate(node.body):
-            if _is_autotune_assignment(self, statement):
-                target = statement.targets[0].id
-                node.body[index] = ast.copy_location(
-                    _cached_factory(target, statement.value), statement
-                )
-                deferred.add(target)
-                self.rewrote()
+        for statement in list(autotune_assignments(self, node)):
+            target = statement.targets[0].id
+            node.body[node.body.index(statement)] = ast.copy_location(
+                _cached_factory(target, statement.value), statement
+            )
+            deferred.add(target)
+            self.rewrote()
 
         if deferred:
             _CallInsteadOfName(deferred).visit(node)
             node.body.insert(0, ast.Import(names=[ast.alias("functools")]))
 
         return node
-
-
-def _is_autotune_assignment(pass_, statement):
-    return (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-        and isinstance(statement.value, ast.Call)
-        and pass_.is_call_to(statement.value.func, "triton.autotune")
-    )
 
 
 def _cached_factory(name, value):

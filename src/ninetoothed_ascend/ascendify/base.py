@@ -79,6 +79,42 @@ class Pass(ast.NodeTransformer):
         return isinstance(node, ast.Call) and self.resolve(node.func) in names
 
 
+class MaskPass(Pass):
+    """A pass that rewrites only the ``mask=`` argument of ``triton.language.load`` and ``store``.
+
+    Subclasses implement :meth:`rewrite_mask`, which returns the new mask
+    expression and calls :meth:`rewrote` for each change.
+    """
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if self.is_call_to(node, "triton.language.load", "triton.language.store"):
+            mask = keyword(node, "mask")
+
+            if mask is not None:
+                mask.value = self.rewrite_mask(mask.value)
+
+        return node
+
+    def rewrite_mask(self, mask):
+        raise NotImplementedError
+
+
+def autotune_assignments(pass_, tree):
+    """Yield each module-level ``name = triton.autotune(...)(kernel)`` statement of ``tree``."""
+
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+            and pass_.is_call_to(statement.value.func, "triton.autotune")
+        ):
+            yield statement
+
+
 def import_aliases(tree):
     """Map each name bound by an import in ``tree`` to the dotted name it stands for."""
 
@@ -156,7 +192,9 @@ def run_pipeline(source, passes):
         try:
             count = pass_class().run(tree)
         except RewriteError as error:
-            raise PipelineError(pass_class.__name__, error.message, error.hint) from error
+            raise PipelineError(
+                pass_class.__name__, error.message, error.hint
+            ) from error
         except Exception as error:
             raise PipelineError(
                 pass_class.__name__,

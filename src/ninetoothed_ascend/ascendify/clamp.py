@@ -38,6 +38,7 @@ class LowerClamp(Pass):
             if propagate_nan is not None
             else []
         )
+
         def call(name, *args):
             return ast.Call(
                 func=dotted_name(f"triton.language.{name}"),

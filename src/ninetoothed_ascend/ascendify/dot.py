@@ -45,7 +45,9 @@ class UseHf32InDot(Pass):
             node.keywords.remove(allow_tf32)
 
             if _is_true(allow_tf32.value):
-                node.keywords.append(ast.keyword("input_precision", ast.Constant("hf32")))
+                node.keywords.append(
+                    ast.keyword("input_precision", ast.Constant("hf32"))
+                )
 
             self.rewrote()
 

@@ -48,7 +48,9 @@ def _detecting_import(alias):
             args=[
                 ast.Constant(
                     "The NPU variant needs triton-ascend's libdevice; found none of "
-                    + ", ".join(f"{module}.libdevice" for module in ASCEND_LIBDEVICE_MODULES)
+                    + ", ".join(
+                        f"{module}.libdevice" for module in ASCEND_LIBDEVICE_MODULES
+                    )
                     + ". Install triton-ascend."
                 )
             ],
@@ -61,7 +63,9 @@ def _detecting_import(alias):
             body=[ast.ImportFrom(module=module, names=[alias], level=0)],
             handlers=[
                 ast.ExceptHandler(
-                    type=ast.Name("ImportError", ast.Load()), name=None, body=[statement]
+                    type=ast.Name("ImportError", ast.Load()),
+                    name=None,
+                    body=[statement],
                 )
             ],
             orelse=[],

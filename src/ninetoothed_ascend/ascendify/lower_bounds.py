@@ -2,12 +2,10 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword
-
-_MEMORY_ACCESSES = ("triton.language.load", "triton.language.store")
+from ninetoothed_ascend.ascendify.base import MaskPass
 
 
-class ScalarizeTileLowerBounds(Pass):
+class ScalarizeTileLowerBounds(MaskPass):
     """Rewrite ``index * C + arange(0, C)[...] >= 0`` into ``index >= 0`` inside load and store masks.
 
     Constraint: ``triton-adapter-opt`` in triton-ascend 3.2.0 corrupts its heap
@@ -25,16 +23,8 @@ class ScalarizeTileLowerBounds(Pass):
     order of either operation), with the same ``C`` in both places.
     """
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        if self.is_call_to(node, *_MEMORY_ACCESSES):
-            mask = keyword(node, "mask")
-
-            if mask is not None:
-                mask.value = _LowerBoundRewriter(self).visit(mask.value)
-
-        return node
+    def rewrite_mask(self, mask):
+        return _LowerBoundRewriter(self).visit(mask)
 
 
 class _LowerBoundRewriter(ast.NodeTransformer):
@@ -52,7 +42,8 @@ class _LowerBoundRewriter(ast.NodeTransformer):
         self._owner.rewrote()
 
         return ast.copy_location(
-            ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]), node
+            ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]),
+            node,
         )
 
     def _tile_index(self, node):
@@ -75,7 +66,10 @@ class _LowerBoundRewriter(ast.NodeTransformer):
             ):
                 continue
 
-            for index, factor in ((product.left, product.right), (product.right, product.left)):
+            for index, factor in (
+                (product.left, product.right),
+                (product.right, product.left),
+            ):
                 if ast.dump(factor) == ast.dump(size):
                     return index
 
@@ -97,4 +91,6 @@ class _LowerBoundRewriter(ast.NodeTransformer):
 
 
 def _is_zero(node):
-    return isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
+    return (
+        isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
+    )

@@ -2,12 +2,10 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword
-
-_MEMORY_ACCESSES = ("triton.language.load", "triton.language.store")
+from ninetoothed_ascend.ascendify.base import MaskPass
 
 
-class FoldTrueMask(Pass):
+class FoldTrueMask(MaskPass):
     """Rewrite ``mask=True & m`` into ``mask=m`` in loads and stores.
 
     Constraint: the Triton 3.2 frontend that triton-ascend 3.2.0 ships fails on
@@ -21,16 +19,8 @@ class FoldTrueMask(Pass):
     ``True & n`` is ``n & 1`` for an integer ``n`` and is left alone.
     """
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        if self.is_call_to(node, *_MEMORY_ACCESSES):
-            mask = keyword(node, "mask")
-
-            if mask is not None:
-                mask.value = _TrueOperandRemover(self).visit(mask.value)
-
-        return node
+    def rewrite_mask(self, mask):
+        return _TrueOperandRemover(self).visit(mask)
 
 
 class _TrueOperandRemover(ast.NodeTransformer):

@@ -163,7 +163,9 @@ class Cache:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as error:
-            logger.warning("ninetoothed-ascend: ignoring cache entry %s: %s", entry_path, error)
+            logger.warning(
+                "ninetoothed-ascend: ignoring cache entry %s: %s", entry_path, error
+            )
 
             return None
 

@@ -114,7 +114,9 @@ def jit(
                 _prettify=_prettify,
             )
 
-        options = _options(kernel_name, num_warps, num_stages, max_num_configs, _prettify)
+        options = _options(
+            kernel_name, num_warps, num_stages, max_num_configs, _prettify
+        )
 
         return _handle(
             ("jit", func, dict(func.__annotations__), options),
@@ -148,7 +150,9 @@ def _handle(definition, annotated_application, options):
             entry = cache.load(key)
 
             if entry is None:
-                entry = _generate(annotated_application, options, properties, counters_before)
+                entry = _generate(
+                    annotated_application, options, properties, counters_before
+                )
                 _store(cache, key, entry)
 
                 return Handle(entry.kernel_name, key, entry)

@@ -99,7 +99,10 @@ class _Describer:
             return ("dict", tuple(sorted(items, key=repr)))
 
         if isinstance(obj, (set, frozenset)):
-            return ("set", tuple(sorted((self.describe(item) for item in obj), key=repr)))
+            return (
+                "set",
+                tuple(sorted((self.describe(item) for item in obj), key=repr)),
+            )
 
         if isinstance(obj, ninetoothed.Tensor):
             return self._describe_tensor(obj)

@@ -56,7 +56,9 @@ class Handle:
                     arg_device_type = arg.device.type
 
                 if arg_device_type is not device_type:
-                    device_type = self._check_same_device_type(device_type, arg_device_type)
+                    device_type = self._check_same_device_type(
+                        device_type, arg_device_type
+                    )
 
         launch = self._launches.get(device_type) or self._launch_for(device_type)
 
@@ -138,7 +140,9 @@ class Handle:
 
     def _variant(self, name):
         if name not in VARIANTS:
-            raise KeyError(f"{name!r} is not a variant; choose one of {', '.join(VARIANTS)}")
+            raise KeyError(
+                f"{name!r} is not a variant; choose one of {', '.join(VARIANTS)}"
+            )
 
         variant = self._entry.variants[name]
 

@@ -9,6 +9,7 @@ import triton.language
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
+    autotune_assignments,
     insert_after_imports,
     keyword,
 )
@@ -32,11 +33,16 @@ class BindLanguageModule(Pass):
     """
 
     def visit_Attribute(self, node):
-        if isinstance(node.value, ast.Attribute) and self.resolve(node.value) == "triton.language":
+        if (
+            isinstance(node.value, ast.Attribute)
+            and self.resolve(node.value) == "triton.language"
+        ):
             self.rewrote()
 
             return ast.copy_location(
-                ast.Attribute(value=ast.Name("tl", ast.Load()), attr=node.attr, ctx=node.ctx),
+                ast.Attribute(
+                    value=ast.Name("tl", ast.Load()), attr=node.attr, ctx=node.ctx
+                ),
                 node,
             )
 
@@ -105,9 +111,14 @@ class InterpretLanguageFunctions(Pass):
         if name is not None and name.startswith("triton.language."):
             function_name = name.removeprefix("triton.language.")
 
-            if isinstance(getattr(triton.language, function_name, None), triton.runtime.JITFunction):
+            if isinstance(
+                getattr(triton.language, function_name, None),
+                triton.runtime.JITFunction,
+            ):
                 self.interpreted.add(function_name)
-                node.func = ast.Name(f"ninetoothed_interpreted_{function_name}", ast.Load())
+                node.func = ast.Name(
+                    f"ninetoothed_interpreted_{function_name}", ast.Load()
+                )
                 self.rewrote()
 
         return node
@@ -145,7 +156,9 @@ class IndexLoopBounds(Pass):
     """
 
     def visit_FunctionDef(self, node):
-        if any(self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list):
+        if any(
+            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
+        ):
             _RangeBoundWrapper(self).visit(node)
 
         return node
@@ -194,21 +207,14 @@ class FixAutotuneConfig(Pass):
     def visit_Module(self, node):
         self._chosen = {}
 
-        for statement in node.body:
-            if (
-                isinstance(statement, ast.Assign)
-                and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name)
-                and isinstance(statement.value, ast.Call)
-                and self.is_call_to(statement.value.func, "triton.autotune")
-            ):
-                configs = keyword(statement.value.func, "configs").value.elts
-                block_sizes = [ast.literal_eval(config.args[0]) for config in configs]
-                self._chosen[statement.targets[0].id] = max(
-                    block_sizes, key=lambda sizes: math.prod(sizes.values())
-                )
-                statement.value = statement.value.args[0]
-                self.rewrote()
+        for statement in autotune_assignments(self, node):
+            configs = keyword(statement.value.func, "configs").value.elts
+            block_sizes = [ast.literal_eval(config.args[0]) for config in configs]
+            self._chosen[statement.targets[0].id] = max(
+                block_sizes, key=lambda sizes: math.prod(sizes.values())
+            )
+            statement.value = statement.value.args[0]
+            self.rewrote()
 
         self.generic_visit(node)
 
