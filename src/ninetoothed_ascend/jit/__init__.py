@@ -7,7 +7,6 @@ The data path is one straight line: NineToothed kernel → generated Triton
 (:class:`~ninetoothed_ascend.jit.handle.Handle`).
 """
 
-import logging
 import warnings
 
 import ninetoothed
@@ -27,8 +26,6 @@ from ninetoothed_ascend.jit.ninetoothed_adapter import (
     generate_source,
 )
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variants
-
-logger = logging.getLogger(__name__)
 
 
 def make(
