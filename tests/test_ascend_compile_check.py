@@ -3,12 +3,16 @@
 Runs in the triton-ascend environment of .ci/run; no NPU is involved.
 """
 
+import importlib.util
+import pathlib
+
 import pytest
 import torch
 from conftest import EXAMPLE_NAMES
 from helpers import load_example
 
 from ninetoothed_ascend import ascendify
+from ninetoothed_ascend.ascendify import run_pipeline
 from ninetoothed_ascend.compile_check import StageError, check_variant, compile_stages
 from ninetoothed_ascend.jit import variants
 
@@ -53,8 +57,8 @@ def test_cuda_variant_cannot_even_be_imported_without_an_npu_driver():
 
 
 @pytest.mark.parametrize("pointer", ["*fp16", "*fp32"])
-def test_adapter_lower_bound_crash_and_its_cure(pointer):
-    """The reproducer behind ScalarizeTileLowerBounds: the original crashes triton-adapter-opt, the rewrite does not.
+def test_adapter_lower_bound_crash_and_its_cure(pointer, tmp_path):
+    """The reproducer behind ScalarizeTileLowerBounds: the original crashes triton-adapter-opt, the pass's rewrite does not.
 
     The crash is heap corruption, so it is not certain on every run; three tries are allowed.
     """
@@ -74,6 +78,17 @@ def test_adapter_lower_bound_crash_and_its_cure(pointer):
 
     assert "ttadapter" in outcomes
 
+    rewritten = run_pipeline(
+        pathlib.Path(reproducer.__file__).read_text(),
+        (ascendify.ScalarizeTileLowerBounds,),
+    )
+    assert rewritten.rewrites == (("ScalarizeTileLowerBounds", 4),)
+    path = tmp_path / f"rewritten_{pointer[1:]}.py"
+    path.write_text(rewritten.source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
     for _ in range(3):
-        linalg, _ = compile_stages(reproducer.repro_fixed, signature, constants)
+        linalg, _ = compile_stages(module.repro, signature, constants)
         assert "func.func" in linalg

@@ -16,6 +16,11 @@ import time
 
 import torch
 
+from ninetoothed_ascend.ascendify.base import (
+    autotune_assignments,
+    autotune_block_sizes,
+)
+
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = "Ascend910B1"
 
@@ -155,7 +160,14 @@ def check_variant(handle, launch, *inputs, variant="npu"):
     module = handle.module(variant)
     kernel = getattr(module, handle.kernel_name)
     call = _record_kernel_call(module, handle, launch, inputs, variant)
-    configs = _autotune_configs(handle.source(variant)) or [{}]
+    # The pipelines leave the configs alone, and only the CUDA variant still
+    # autotunes at module level, where they can be read.
+    tree = ast.parse(handle.source("cuda"))
+    configs = [
+        block_sizes
+        for statement in autotune_assignments(tree)
+        for block_sizes in autotune_block_sizes(statement)
+    ] or [{}]
     results = []
 
     for config in configs:
@@ -211,21 +223,6 @@ def _record_kernel_call(module, handle, launch, inputs, variant):
         vars(module)[launched] = saved
 
     return recorder.call
-
-
-def _autotune_configs(source):
-    configs = []
-
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "Config"
-            and node.args
-        ):
-            configs.append(ast.literal_eval(node.args[0]))
-
-    return configs
 
 
 def _triton_type(value):

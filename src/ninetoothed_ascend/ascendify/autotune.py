@@ -28,7 +28,7 @@ class DeferAutotune(Pass):
     def visit_Module(self, node):
         deferred = set()
 
-        for statement in list(autotune_assignments(self, node)):
+        for statement in autotune_assignments(node):
             target = statement.targets[0].id
             node.body[node.body.index(statement)] = ast.copy_location(
                 _cached_factory(target, statement.value), statement

@@ -62,18 +62,7 @@ class Pass(ast.NodeTransformer):
     def resolve(self, node):
         """Return the dotted name ``node`` refers to through the imports, or ``None``."""
 
-        parts = []
-
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-
-        if not isinstance(node, ast.Name):
-            return None
-
-        root = self.aliases.get(node.id, node.id)
-
-        return ".".join([root, *reversed(parts)])
+        return resolve(node, self.aliases)
 
     def is_call_to(self, node, *names):
         return isinstance(node, ast.Call) and self.resolve(node.func) in names
@@ -101,18 +90,44 @@ class MaskPass(Pass):
         raise NotImplementedError
 
 
-def autotune_assignments(pass_, tree):
-    """Yield each module-level ``name = triton.autotune(...)(kernel)`` statement of ``tree``."""
+def resolve(node, aliases):
+    """Return the dotted name ``node`` refers to, given :func:`import_aliases`, or ``None``."""
 
-    for statement in tree.body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and isinstance(statement.value, ast.Call)
-            and pass_.is_call_to(statement.value.func, "triton.autotune")
-        ):
-            yield statement
+    parts = []
+
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+
+    if not isinstance(node, ast.Name):
+        return None
+
+    return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
+
+
+def autotune_assignments(tree):
+    """Return the module-level ``name = triton.autotune(...)(kernel)`` statements of ``tree``."""
+
+    aliases = import_aliases(tree)
+
+    return [
+        statement
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Call)
+        and resolve(statement.value.func.func, aliases) == "triton.autotune"
+    ]
+
+
+def autotune_block_sizes(statement):
+    """Return the block sizes of each config of an autotune assignment: a ``list`` of ``dict``."""
+
+    configs = keyword(statement.value.func, "configs").value.elts
+
+    return [ast.literal_eval(config.args[0]) for config in configs]
 
 
 def import_aliases(tree):

@@ -14,7 +14,7 @@ class ScalarizeTileLowerBounds(MaskPass):
     start is a runtime value sits inside an ``&`` that is itself an operand of
     another ``&``. NineToothed emits exactly that for every tiled dimension,
     so its matmul crashed the adapter in every config (found by bisection
-    under valgrind; reproducer in ``tests/test_ascendify_passes.py``).
+    under valgrind; reproducer in ``tests/reproducers/adapter_lower_bound_crash.py``).
 
     The rewrite is exact: for an integer ``index``, ``C > 0`` (``arange``
     requires it) and ``a`` in ``[0, C)``, ``index * C + a >= 0`` holds exactly

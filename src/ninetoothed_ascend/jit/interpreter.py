@@ -10,8 +10,8 @@ from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
     autotune_assignments,
+    autotune_block_sizes,
     insert_after_imports,
-    keyword,
 )
 
 
@@ -207,11 +207,10 @@ class FixAutotuneConfig(Pass):
     def visit_Module(self, node):
         self._chosen = {}
 
-        for statement in autotune_assignments(self, node):
-            configs = keyword(statement.value.func, "configs").value.elts
-            block_sizes = [ast.literal_eval(config.args[0]) for config in configs]
+        for statement in autotune_assignments(node):
             self._chosen[statement.targets[0].id] = max(
-                block_sizes, key=lambda sizes: math.prod(sizes.values())
+                autotune_block_sizes(statement),
+                key=lambda sizes: math.prod(sizes.values()),
             )
             statement.value = statement.value.args[0]
             self.rewrote()
