@@ -42,7 +42,9 @@ def main():
     parser.add_argument("--size", type=int, default=4096)
     arguments = parser.parse_args()
 
-    spec = importlib.util.spec_from_file_location("add", EXAMPLES / "add.py")
+    spec = importlib.util.spec_from_file_location(
+        "add", EXAMPLES / "elementwise" / "add.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 

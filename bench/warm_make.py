@@ -73,7 +73,7 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: |")
 
     for name in NAMES:
-        path = EXAMPLES / f"{name}.py"
+        path = next(EXAMPLES.rglob(f"{name}.py"))
 
         with tempfile.TemporaryDirectory() as cache_dir:
             cold = measure(path, cache_dir)["make"]

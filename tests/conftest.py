@@ -1,11 +1,24 @@
 import importlib.metadata
+import os
 import pathlib
+import tempfile
 
 import pytest
 
+from ninetoothed_ascend import examples
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
-EXAMPLE_NAMES = ("add", "softmax", "rms_norm", "matmul")
+#: Every example module, by file stem (the stems are unique).
+EXAMPLE_PATHS = {path.stem: path for path in examples.find_modules([EXAMPLES])}
+
+EXAMPLE_NAMES = tuple(EXAMPLE_PATHS)
+
+# Parametrizing by each example's dtypes and cases imports the examples while
+# tests are collected; keep what that generates out of the user's cache.
+os.environ.setdefault(
+    "NINETOOTHED_ASCEND_CACHE_DIR", tempfile.mkdtemp(prefix="ninetoothed-ascend-")
+)
 
 
 def triton_ascend_installed():

@@ -1,13 +1,15 @@
 """Shared by the tests: loading examples and running code in fresh processes."""
 
 import ast
+import functools
 import json
 import os
 import subprocess
 import sys
 import textwrap
 
-from conftest import EXAMPLES
+import pytest
+from conftest import EXAMPLE_NAMES, EXAMPLE_PATHS
 
 from ninetoothed_ascend import examples
 
@@ -22,7 +24,34 @@ def rewrite(pass_class, source):
 
 
 def load_example(name):
-    return examples.load_module(EXAMPLES / f"{name}.py")
+    """Import example ``name`` afresh (its kernel is built, or loaded from the current cache)."""
+
+    return examples.load_module(EXAMPLE_PATHS[name])
+
+
+@functools.cache
+def shared_example(name):
+    """Import example ``name`` once per test process, for tests that only run its kernel."""
+
+    return load_example(name)
+
+
+def example_cases(dtypes=None):
+    """``pytest.param(name, dtype, case)`` for every example, each of its dtypes (or those of ``dtypes`` it has) and cases."""
+
+    return [
+        pytest.param(
+            name,
+            dtype,
+            case,
+            id=f"{name}-{str(dtype).removeprefix('torch.')}"
+            + "".join(f"-{key}={value}" for key, value in case.items()),
+        )
+        for name in EXAMPLE_NAMES
+        for dtype in examples.dtypes(shared_example(name))
+        if dtypes is None or dtype in dtypes
+        for case in examples.cases(shared_example(name))
+    ]
 
 
 def run_python(code, cache_dir, **extra_env):

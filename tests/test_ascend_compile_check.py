@@ -8,8 +8,7 @@ import pathlib
 
 import pytest
 import torch
-from conftest import EXAMPLE_NAMES
-from helpers import load_example
+from helpers import example_cases, load_example, shared_example
 
 from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify import run_pipeline
@@ -19,12 +18,14 @@ from ninetoothed_ascend.jit import variants
 pytestmark = pytest.mark.ascend
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
-def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype):
-    module = load_example(name)
+@pytest.mark.parametrize(
+    ("name", "dtype", "case"), example_cases(dtypes=(torch.float16, torch.float32))
+)
+def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype, case):
+    module = shared_example(name)
+    inputs = module.inputs("cpu", dtype, **case)
 
-    results = check_variant(module.kernel, module.launch, *module.inputs("cpu", dtype))
+    results = check_variant(module.kernel, module.launch, *inputs)
 
     assert results
     assert all("func.func" in result.linalg for result in results)

@@ -8,7 +8,7 @@ import tempfile
 
 import ninetoothed
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLE_PATHS
 from helpers import run_python
 
 from ninetoothed_ascend import cache as cache_module
@@ -121,7 +121,7 @@ MAKE_MATMUL = f"""
     generate = jit.generate_source
     jit.generate_source = lambda *a, **k: calls.append(1) or generate(*a, **k)
     start = time.perf_counter()
-    spec = importlib.util.spec_from_file_location("matmul", {str(EXAMPLES / "matmul.py")!r})
+    spec = importlib.util.spec_from_file_location("matmul", {str(EXAMPLE_PATHS["matmul"])!r})
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     print(json.dumps({{"generations": len(calls), "key": module.kernel.key,
@@ -145,7 +145,7 @@ def _make_matmul_in_process(cache_dir, queue):
     os.environ["NINETOOTHED_ASCEND_CACHE_DIR"] = str(cache_dir)
 
     try:
-        spec = importlib.util.spec_from_file_location("matmul", EXAMPLES / "matmul.py")
+        spec = importlib.util.spec_from_file_location("matmul", EXAMPLE_PATHS["matmul"])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         queue.put(("ok", module.kernel.key))

@@ -1,17 +1,19 @@
 """The main job: ``ninetoothed-ascend demo`` on the bundled examples, on the CPU."""
 
 from click.testing import CliRunner
-from conftest import EXAMPLE_NAMES, EXAMPLES
+from conftest import EXAMPLES
 
 from ninetoothed_ascend.cli import main
 
 
-def test_demo_generates_runs_and_checks_every_example(cache_dir):
-    result = CliRunner().invoke(main, ["demo", str(EXAMPLES), "--device", "cpu"])
+def test_demo_generates_runs_and_checks_an_example(cache_dir):
+    result = CliRunner().invoke(
+        main, ["demo", str(EXAMPLES / "elementwise" / "add.py"), "--device", "cpu"]
+    )
 
     assert result.exit_code == 0, result.output
-    assert f"{len(EXAMPLE_NAMES)} kernels, 0 mismatches" in result.output
-    assert result.output.count("matches torch") == 2 * len(EXAMPLE_NAMES)
+    assert "1 kernels, 0 mismatches" in result.output
+    assert result.output.count("matches torch") == 2
     assert "rewrites: FoldTrueMask x3" in result.output
     assert str(cache_dir) in result.output
 

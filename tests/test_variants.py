@@ -4,7 +4,7 @@ import ninetoothed
 import pytest
 import torch
 from conftest import EXAMPLE_NAMES
-from helpers import load_example
+from helpers import example_cases, load_example, shared_example
 
 import ninetoothed_ascend
 from ninetoothed_ascend import examples
@@ -36,13 +36,12 @@ def test_cuda_variant_is_ninetoothed_output_byte_for_byte(name):
     assert module.kernel.source("cuda") == ninetoothed_reference_source(module)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
-def test_cpu_tensors_run_the_cpu_variant_and_match_torch(name, dtype):
+@pytest.mark.parametrize(("name", "dtype", "case"), example_cases())
+def test_cpu_tensors_run_the_cpu_variant_and_match_torch(name, dtype, case):
     """Level 3 (emulation on the CPU interpreter): the handle's result equals torch's."""
 
-    module = load_example(name)
-    result = examples.compare(module, module.kernel, "cpu", dtype)
+    module = shared_example(name)
+    result = examples.compare(module, module.kernel, "cpu", dtype, case)
 
     assert result.matches, f"max abs error {result.max_abs_error}"
 

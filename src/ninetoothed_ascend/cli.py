@@ -21,10 +21,15 @@ _dtype_option = click.option(
     "dtype_names",
     type=click.Choice(sorted(_DTYPES)),
     multiple=True,
-    default=("float16", "float32"),
-    show_default=True,
-    help="Input dtypes to run (repeatable).",
+    help="Input dtypes to run (repeatable); default: each example's DTYPES.",
 )
+
+
+def _dtypes(module, dtype_names):
+    if not dtype_names:
+        return examples.dtypes(module)
+
+    return tuple(_DTYPES[name] for name in dtype_names)
 
 
 @click.group()
@@ -67,14 +72,17 @@ def demo(paths, device, dtype_names):
         for name in VARIANTS:
             _describe_variant(kernel, name)
 
-        for dtype_name in dtype_names:
-            result = examples.compare(module, kernel, device, _DTYPES[dtype_name])
-            verdict = "matches torch" if result.matches else "DIFFERS from torch"
-            failures += not result.matches
-            click.echo(
-                f"  run on {device}, {dtype_name}: {verdict} "
-                f"(max abs error {result.max_abs_error:.3g}, {result.seconds:.3f} s)"
-            )
+        for dtype in _dtypes(module, dtype_names):
+            for case in examples.cases(module):
+                result = examples.compare(module, kernel, device, dtype, case)
+                verdict = "matches torch" if result.matches else "DIFFERS from torch"
+                failures += not result.matches
+                shape = "".join(f", {key}={value}" for key, value in case.items())
+                click.echo(
+                    f"  run on {device}, {str(dtype).removeprefix('torch.')}{shape}: "
+                    f"{verdict} (max abs error {result.max_abs_error:.3g}, "
+                    f"{result.seconds:.3f} s)"
+                )
 
     click.echo(f"\n{len(files)} kernels, {failures} mismatches")
     sys.exit(1 if failures else 0)
@@ -114,8 +122,9 @@ def check(paths, dtype_names):
     for path in files:
         module = examples.load_module(path)
 
-        for dtype_name in dtype_names:
-            inputs = module.inputs("cpu", _DTYPES[dtype_name])
+        for dtype in _dtypes(module, dtype_names):
+            dtype_name = str(dtype).removeprefix("torch.")
+            inputs = module.inputs("cpu", dtype)
 
             try:
                 results = check_variant(module.kernel, module.launch, *inputs)

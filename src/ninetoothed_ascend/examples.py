@@ -3,13 +3,22 @@
 An example module defines, at module level:
 
 * ``kernel``: a :class:`~ninetoothed_ascend.Handle`;
-* ``inputs(device, dtype)``: a ``tuple`` of input tensors;
+* ``inputs(device, dtype, **case)``: a ``tuple`` of input tensors;
 * ``launch(kernel, *inputs)``: calls ``kernel`` (the handle or one variant's
-  launch function) and returns the output tensor;
-* ``reference(*inputs)``: the same result computed by torch;
+  launch function) and returns the output tensor, or a ``tuple`` of them;
+* ``reference(*inputs)``: the same result(s) computed by torch;
 
-and may define ``TOLERANCES``, a ``dict`` like :data:`TOLERANCES` for the
-dtypes where the kernel's own precision differs.
+and may define
+
+* ``DTYPES``: the input dtypes it supports (default :data:`DTYPES`);
+* ``CASES``: a ``tuple`` of ``dict`` of keyword arguments to ``inputs``, one
+  per shape case (default ``({},)``, the defaults of ``inputs``);
+* ``TOLERANCES``: a ``dict`` like :data:`TOLERANCES` for the dtypes where the
+  kernel's own precision differs.
+
+Examples are grouped by kind in subdirectories (``examples/elementwise``,
+``examples/reduction``, ...); a file whose name starts with ``_`` is not an
+example.
 """
 
 import dataclasses
@@ -28,8 +37,12 @@ TOLERANCES = {
 }
 
 
+#: Input dtypes of an example that does not define ``DTYPES``.
+DTYPES = (torch.float16, torch.float32)
+
+
 def find_modules(paths):
-    """Expand ``paths`` (files or directories of ``*.py``) into a sorted list of files.
+    """Expand ``paths`` (files, or directories searched recursively for ``*.py``) into a sorted list of files.
 
     :raises FileNotFoundError: a path does not exist.
     """
@@ -38,7 +51,11 @@ def find_modules(paths):
 
     for path in map(pathlib.Path, paths):
         if path.is_dir():
-            files.extend(sorted(path.glob("*.py")))
+            files.extend(
+                file
+                for file in sorted(path.rglob("*.py"))
+                if not file.name.startswith("_")
+            )
         elif path.is_file():
             files.append(path)
         else:
@@ -54,7 +71,7 @@ def load_module(path):
     """
 
     path = pathlib.Path(path).resolve()
-    name = f"ninetoothed_ascend_examples.{path.stem}"
+    name = f"ninetoothed_ascend_examples.{path.parent.name}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -86,35 +103,59 @@ class Comparison:
     seconds: float
 
 
-def compare(module, kernel, device, dtype=torch.float16):
+def dtypes(module):
+    """The input dtypes of example ``module`` (``tuple`` of ``torch.dtype``)."""
+
+    return getattr(module, "DTYPES", DTYPES)
+
+
+def cases(module):
+    """The shape cases of example ``module``: ``tuple`` of ``dict`` of keyword arguments to its ``inputs``."""
+
+    return getattr(module, "CASES", ({},))
+
+
+def compare(module, kernel, device, dtype=torch.float16, case=None):
     """Run ``module.launch(kernel, ...)`` on ``device`` and compare with ``module.reference``.
 
     :param module: a loaded example module.
     :param kernel: the handle or a variant's launch function.
     :param device: ``str`` or ``torch.device``.
     :param dtype: ``torch.dtype`` of the inputs.
+    :param case: ``dict`` of keyword arguments to ``module.inputs`` (one of :func:`cases`).
     :return: :class:`Comparison`.
     """
 
-    inputs = module.inputs(device, dtype)
+    inputs = module.inputs(device, dtype, **(case or {}))
     start = time.perf_counter()
-    output = module.launch(kernel, *inputs)
+    outputs = _as_tuple(module.launch(kernel, *inputs))
 
-    if output.device.type == "cuda":
+    if any(output.device.type == "cuda" for output in outputs):
         torch.cuda.synchronize()
 
     seconds = time.perf_counter() - start
-    expected = module.reference(*inputs)
+    expected = _as_tuple(module.reference(*inputs))
     atol, rtol = getattr(module, "TOLERANCES", {}).get(dtype, TOLERANCES[dtype])
-    difference = (output.float() - expected.float()).abs()
+    matches, max_abs_error = len(outputs) == len(expected), 0.0
+
+    for output, reference in zip(outputs, expected):
+        output, reference = output.float().cpu(), reference.float().cpu()
+        matches = matches and output.shape == reference.shape
+        matches = matches and torch.allclose(
+            output, reference, atol=atol, rtol=rtol, equal_nan=True
+        )
+
+        if output.shape == reference.shape and output.numel():
+            difference = (output - reference).abs().nan_to_num(0.0)
+            max_abs_error = max(max_abs_error, difference.max().item())
 
     return Comparison(
-        matches=bool(
-            torch.allclose(output.float(), expected.float(), atol=atol, rtol=rtol)
-        ),
-        max_abs_error=difference.max().item() if difference.numel() else 0.0,
-        seconds=seconds,
+        matches=bool(matches), max_abs_error=max_abs_error, seconds=seconds
     )
+
+
+def _as_tuple(result):
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
 def best_device():
