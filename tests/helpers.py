@@ -36,8 +36,19 @@ def shared_example(name):
     return load_example(name)
 
 
-def example_cases(dtypes=None):
-    """``pytest.param(name, dtype, case)`` for every example, each of its dtypes (or those of ``dtypes`` it has) and cases."""
+def example_cases(check, dtypes=None):
+    """``pytest.param(name, dtype, case)`` for every example, each of its dtypes (or those of ``dtypes`` it has) and cases.
+
+    :param check: ``str``, the kind of test (``"cpu"``, ``"emulation"``,
+        ``"compile_check"``, ...). An example that cannot pass it yet says so
+        in its ``KNOWN_FAILURES`` dict (``{check: reason}``); its cases are
+        then marked strict ``xfail`` with that reason.
+    """
+
+    def marks(module):
+        reason = getattr(module, "KNOWN_FAILURES", {}).get(check)
+
+        return [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
 
     return [
         pytest.param(
@@ -46,6 +57,7 @@ def example_cases(dtypes=None):
             case,
             id=f"{name}-{str(dtype).removeprefix('torch.')}"
             + "".join(f"-{key}={value}" for key, value in case.items()),
+            marks=marks(shared_example(name)),
         )
         for name in EXAMPLE_NAMES
         for dtype in examples.dtypes(shared_example(name))

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.ascend
 
 
 @pytest.mark.parametrize(
-    ("name", "dtype", "case"), example_cases(dtypes=(torch.float16, torch.float32))
+    ("name", "dtype", "case"),
+    example_cases("compile_check", dtypes=(torch.float16, torch.float32)),
 )
 def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype, case):
     module = shared_example(name)

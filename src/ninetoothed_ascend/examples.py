@@ -14,7 +14,10 @@ and may define
 * ``CASES``: a ``tuple`` of ``dict`` of keyword arguments to ``inputs``, one
   per shape case (default ``({},)``, the defaults of ``inputs``);
 * ``TOLERANCES``: a ``dict`` like :data:`TOLERANCES` for the dtypes where the
-  kernel's own precision differs.
+  kernel's own precision differs;
+* ``KNOWN_FAILURES``: ``{check: reason}`` for checks the kernel cannot pass
+  yet (``"cpu"``, ``"emulation"``, ``"compile_check"``); the tests mark them
+  strict ``xfail`` with the reason.
 
 Examples are grouped by kind in subdirectories (``examples/elementwise``,
 ``examples/reduction``, ...); a file whose name starts with ``_`` is not an
