@@ -18,6 +18,7 @@ import time
 import torch
 
 import ninetoothed_ascend
+from ninetoothed_ascend.jit.dispatch import new_handle
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -64,17 +65,23 @@ def main():
         via_handle.append(time_calls(handle, args, arguments.calls))
         via_launch.append(time_calls(direct, args, arguments.calls))
 
-    # The dispatch alone: the same handle with a launch that does nothing.
+    # The dispatch alone: handles whose launch function does nothing, with
+    # the kernel's specialized ``__call__`` and with the generic one.
     def nothing(*args):
         return None
 
-    isolated = ninetoothed_ascend.Handle(handle.kernel_name, handle.key, handle._entry)
-    isolated._launches["cuda"] = nothing
-    dispatch_only = statistics.median(
-        time_calls(isolated, args, arguments.calls)
-        - time_calls(nothing, args, arguments.calls)
-        for _ in range(arguments.rounds)
-    )
+    specialized = new_handle(handle.kernel_name, handle.key, handle._entry)
+    specialized._launch_cuda = nothing
+    generic = ninetoothed_ascend.Handle(handle.kernel_name, handle.key, handle._entry)
+    generic._launches["cuda"] = nothing
+    dispatch_only = {
+        name: statistics.median(
+            time_calls(isolated, args, arguments.calls)
+            - time_calls(nothing, args, arguments.calls)
+            for _ in range(arguments.rounds)
+        )
+        for name, isolated in (("specialized", specialized), ("generic", generic))
+    }
 
     handle_us = statistics.median(via_handle) * 1e6
     launch_us = statistics.median(via_launch) * 1e6
@@ -85,7 +92,10 @@ def main():
         f"dispatch overhead:        {handle_us - launch_us:.3f} us/call "
         f"({(handle_us / launch_us - 1) * 100:.2f} %)"
     )
-    print(f"dispatch alone (no-op launch): {dispatch_only * 1e6:.3f} us/call")
+    for name, seconds in dispatch_only.items():
+        print(
+            f"dispatch alone, {name} __call__ (no-op launch): {seconds * 1e6:.3f} us/call"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import warnings
 import ninetoothed
 
 from ninetoothed_ascend.cache import Cache, Entry
+from ninetoothed_ascend.jit.dispatch import new_handle
 from ninetoothed_ascend.jit.fingerprint import kernel_key
 from ninetoothed_ascend.jit.handle import (
     Handle,
@@ -152,11 +153,11 @@ def _handle(definition, annotated_application, options):
                 )
                 _store(cache, key, entry)
 
-                return Handle(entry.kernel_name, key, entry)
+                return new_handle(entry.kernel_name, key, entry)
 
     advance_counters(entry.counters_delta)
 
-    return Handle(entry.kernel_name, key, entry)
+    return new_handle(entry.kernel_name, key, entry)
 
 
 def _generate(annotated_application, options, properties, counters_before):

@@ -64,6 +64,21 @@ class Handle:
 
         return launch(*args, **kwargs) if kwargs else launch(*args)
 
+    def _resolve_and_launch(variant):
+        # The first call through a specialized ``__call__`` lands here, then
+        # the launch function shadows this method on the instance.
+        def launch(self, *args, **kwargs):
+            launch = self._launches.get(variant) or self._launch_for(variant)
+            setattr(self, f"_launch_{variant}", launch)
+
+            return launch(*args, **kwargs)
+
+        return launch
+
+    _launch_cuda = _resolve_and_launch("cuda")
+    _launch_npu = _resolve_and_launch("npu")
+    _launch_cpu = _resolve_and_launch("cpu")
+
     def _check_same_device_type(self, device_type, arg_device_type):
         if device_type is not None and arg_device_type != device_type:
             raise MixedDevicesError(
