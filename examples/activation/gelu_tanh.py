@@ -4,7 +4,7 @@
 writes it, with ``math.sqrt(2 / math.pi)`` in the application; NineToothed
 inlines that expression into the generated kernel, whose module does not
 import ``math``. ``tanh`` comes from libdevice (``triton.language`` has none),
-on float32 (libdevice's ``tanh`` has no 16-bit form). The cube is written
+on float32 (CUDA's libdevice ``tanh`` has no 16-bit form). The cube is written
 as a product: Triton tensors have no ``**`` (ntops' ``input**3`` fails in
 Triton 3.2 and 3.9 alike).
 """
@@ -48,6 +48,20 @@ kernel = ninetoothed_ascend.make(
 DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
+
+#: Triton's interpreter has no libdevice: its functions are stubs that return
+#: None ("TypeError: cannot convert None of type <class 'NoneType'> to
+#: tensor", measured with Triton 3.9 and TRITON_INTERPRET=1 on a bare
+#: ``triton.jit`` kernel too).
+#: NineToothed inlines ``math.sqrt(2 / math.pi)`` into a module that does not
+#: import ``math``; triton-ascend's frontend fails on it.
+KNOWN_FAILURES = {
+    "cpu": "Triton's interpreter cannot run libdevice functions: libdevice.tanh "
+    "returns None (TypeError: unsupported operand type(s) for +: 'int' and "
+    "'NoneType')",
+    "compile_check": "[ttir] the generated kernel uses math without importing it: "
+    "NameError('math is not defined')",
+}
 
 
 def inputs(device, dtype=torch.float16, shape=(4099,)):
