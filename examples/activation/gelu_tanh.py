@@ -54,7 +54,11 @@ CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 #: tensor", measured with Triton 3.9 and TRITON_INTERPRET=1 on a bare
 #: ``triton.jit`` kernel too).
 #: NineToothed inlines ``math.sqrt(2 / math.pi)`` into a module that does not
-#: import ``math``; triton-ascend's frontend fails on it.
+#: import ``math``; triton-ascend's frontend fails on it. Importing ``math`` is
+#: not enough: Triton 3.2 then calls ``math.sqrt`` on a ``constexpr`` and fails
+#: with "__index__ returned non-int (type float)"; with ``FoldMathConstants``
+#: in the NPU pipeline the check passes
+#: (tests/test_ascendify_math_constants.py).
 KNOWN_FAILURES = {
     "cpu": "Triton's interpreter cannot run libdevice functions: libdevice.tanh "
     "returns None (TypeError: unsupported operand type(s) for +: 'int' and "
