@@ -23,7 +23,9 @@ def arrangement(input, gate, output, BLOCK_SIZE=ninetoothed.block_size()):
 
 def application(input, gate, output):
     gate_loaded = gate
-    output = input * (gate_loaded * ntl.sigmoid(ntl.cast(gate_loaded, ntl.float32)))  # noqa: F841
+    output = input * (  # noqa: F841
+        gate_loaded * ntl.sigmoid(ntl.cast(gate_loaded, ntl.float32))
+    )
 
 
 tensors = (Tensor(2), Tensor(2), Tensor(2))
