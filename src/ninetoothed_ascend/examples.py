@@ -6,9 +6,16 @@ An example module defines, at module level:
 * ``inputs(device, dtype, **case)``: a ``tuple`` of input tensors;
 * ``launch(kernel, *inputs)``: calls ``kernel`` (the handle or one variant's
   launch function) and returns the output tensor, or a ``tuple`` of them;
-* ``reference(*inputs)``: the same result(s) computed by torch;
+* ``reference(*inputs)``: the same result(s) computed by torch, or, for a
+  kernel whose result torch cannot reproduce (random numbers, say),
+  ``verify(outputs, *inputs)``: checks the kernel's ``outputs`` (a ``tuple``,
+  one tensor per output) against properties they must have and returns
+  ``(matches, max_abs_error)`` (``bool``, ``float``); :func:`compare` calls it
+  instead of comparing with ``reference`` when it is defined;
 
-and may define
+``inputs`` may hold non-tensor arguments (a dimension, a probability, a seed)
+as well; ``launch``, ``reference`` and ``verify`` receive them in the same
+place. A module may define
 
 * ``DTYPES``: the input dtypes it supports (default :data:`DTYPES`);
 * ``CASES``: a ``tuple`` of ``dict`` of keyword arguments to ``inputs``, one
@@ -70,7 +77,8 @@ def find_modules(paths):
 def load_module(path):
     """Import the example module at ``path``; this builds its kernel (or loads it from the cache).
 
-    :raises AttributeError: the module lacks one of the names listed above.
+    :raises AttributeError: the module lacks one of the names listed above
+        (``reference`` counts as present where ``verify`` is).
     """
 
     path = pathlib.Path(path).resolve()
@@ -84,6 +92,7 @@ def load_module(path):
         attribute
         for attribute in ("kernel", "inputs", "launch", "reference")
         if not hasattr(module, attribute)
+        and not (attribute == "reference" and hasattr(module, "verify"))
     ]
 
     if missing:
@@ -119,7 +128,7 @@ def cases(module):
 
 
 def compare(module, kernel, device, dtype=torch.float16, case=None):
-    """Run ``module.launch(kernel, ...)`` on ``device`` and compare with ``module.reference``.
+    """Run ``module.launch(kernel, ...)`` on ``device`` and compare with ``module.reference`` (or check with ``module.verify``).
 
     :param module: a loaded example module.
     :param kernel: the handle or a variant's launch function.
@@ -137,6 +146,14 @@ def compare(module, kernel, device, dtype=torch.float16, case=None):
         torch.cuda.synchronize()
 
     seconds = time.perf_counter() - start
+
+    if hasattr(module, "verify"):
+        matches, max_abs_error = module.verify(outputs, *inputs)
+
+        return Comparison(
+            matches=bool(matches), max_abs_error=float(max_abs_error), seconds=seconds
+        )
+
     expected = _as_tuple(module.reference(*inputs))
     atol, rtol = getattr(module, "TOLERANCES", {}).get(dtype, TOLERANCES[dtype])
     matches, max_abs_error = len(outputs) == len(expected), 0.0

@@ -1,0 +1,63 @@
+"""Sine through libdevice: ``output = sin(input)``, computed in float32.
+
+libdevice is reached as NineToothed users reach it (``from
+ninetoothed.language import libdevice``, as in ntops' ``lgamma``), with
+16-bit inputs cast to float32 since CUDA's libdevice ``sin`` has only float32 and
+float64 forms. ``launch`` views a tensor of any shape as the matrix of its
+last dimension.
+"""
+
+import ninetoothed
+import ninetoothed.language as ntl
+import torch
+from ninetoothed import Tensor
+from ninetoothed.language import libdevice
+
+import ninetoothed_ascend
+
+
+def arrangement(input, output, BLOCK_SIZE=ninetoothed.block_size()):
+    return input.tile((1, BLOCK_SIZE)), output.tile((1, BLOCK_SIZE))
+
+
+def application(input, output):
+    output = libdevice.sin(ntl.cast(input, ntl.float32))  # noqa: F841
+
+
+tensors = (Tensor(2), Tensor(2))
+
+kernel = ninetoothed_ascend.make(
+    arrangement, application, tensors, kernel_name="math_sin"
+)
+
+DTYPES = (torch.float16, torch.float32, torch.bfloat16)
+
+CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
+
+#: Triton's interpreter has no libdevice: its functions are stubs that return
+#: None ("TypeError: cannot convert None of type <class 'NoneType'> to
+#: tensor", measured with Triton 3.9 and TRITON_INTERPRET=1 on a bare
+#: ``triton.jit`` kernel too).
+KNOWN_FAILURES = {
+    "cpu": "Triton's interpreter cannot run libdevice functions: libdevice.sin "
+    "returns None (TypeError: cannot convert None of type <class 'NoneType'> "
+    "to tensor)"
+}
+
+
+def inputs(device, dtype=torch.float16, shape=(4099,)):
+    generator = torch.Generator().manual_seed(0)
+
+    # Several periods, -10 to 10 radians.
+    return ((20 * torch.rand(shape, generator=generator) - 10).to(device, dtype),)
+
+
+def launch(kernel, input):
+    output = torch.empty_like(input)
+    kernel(input.view(-1, input.shape[-1]), output.view(-1, output.shape[-1]))
+
+    return output
+
+
+def reference(input):
+    return torch.sin(input.float()).to(input.dtype)
