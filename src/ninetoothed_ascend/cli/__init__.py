@@ -54,12 +54,13 @@ def demo(paths, device, dtype_names):
     For each kernel this prints the variants generated, the rewrites each
     pipeline applied and where the variants are cached, then runs the kernel
     through its handle on the chosen device. Exits with 1 if any result
-    differs from torch's.
+    differs from torch's or any run fails, except the runs an example lists
+    in its ``KNOWN_FAILURES`` for that device type.
     """
 
     device = examples.best_device() if device == "auto" else device
     files = examples.find_modules(paths or ("examples",))
-    failures = 0
+    failures = known = 0
 
     click.echo(f"cache: {default_directory()}")
     click.echo(f"device: {device} (the handle dispatches to the {device} variant)")
@@ -72,19 +73,41 @@ def demo(paths, device, dtype_names):
         for name in VARIANTS:
             _describe_variant(kernel, name)
 
+        known_failure = getattr(module, "KNOWN_FAILURES", {}).get(device)
+
         for dtype in _dtypes(module, dtype_names):
             for case in examples.cases(module):
-                result = examples.compare(module, kernel, device, dtype, case)
-                verdict = "matches torch" if result.matches else "DIFFERS from torch"
-                failures += not result.matches
                 shape = "".join(f", {key}={value}" for key, value in case.items())
                 click.echo(
-                    f"  run on {device}, {str(dtype).removeprefix('torch.')}{shape}: "
-                    f"{verdict} (max abs error {result.max_abs_error:.3g}, "
-                    f"{result.seconds:.3f} s)"
+                    f"  run on {device}, {str(dtype).removeprefix('torch.')}{shape}: ",
+                    nl=False,
                 )
 
-    click.echo(f"\n{len(files)} kernels, {failures} mismatches")
+                try:
+                    result = examples.compare(module, kernel, device, dtype, case)
+                except Exception as error:  # reported per run; the others go on
+                    matches, verdict = False, f"FAILED: {type(error).__name__}: {error}"
+                else:
+                    matches = result.matches
+                    verdict = (
+                        f"{'matches torch' if matches else 'DIFFERS from torch'} "
+                        f"(max abs error {result.max_abs_error:.3g}, "
+                        f"{result.seconds:.3f} s)"
+                    )
+
+                if known_failure and not matches:
+                    known += 1
+                    verdict = f"known failure: {known_failure}"
+                elif known_failure:
+                    verdict += " (listed in KNOWN_FAILURES: remove it)"
+
+                failures += not matches and not known_failure
+                click.echo(verdict.splitlines()[0] if verdict else verdict)
+
+    click.echo(
+        f"\n{len(files)} kernels, {failures} mismatches, "
+        f"{known} known failures (KNOWN_FAILURES)"
+    )
     sys.exit(1 if failures else 0)
 
 
