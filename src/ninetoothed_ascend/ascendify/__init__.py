@@ -15,6 +15,7 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.float64 import LowerFloat64
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
@@ -28,6 +29,7 @@ PIPELINE = (
     LowerClamp,
     UseHf32InDot,
     RemapLibdevice,
+    LowerFloat64,
     DeferAutotune,
 )
 
@@ -49,6 +51,7 @@ __all__ = [
     "FillMaskedLoads",
     "FoldTrueMask",
     "LowerClamp",
+    "LowerFloat64",
     "Pass",
     "PipelineError",
     "RemapLibdevice",
