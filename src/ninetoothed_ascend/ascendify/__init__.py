@@ -6,6 +6,7 @@ states the constraint and where it is documented or measured.
 """
 
 from ninetoothed_ascend.ascendify.autotune import DeferAutotune
+from ninetoothed_ascend.ascendify.autotune_key import FilterAutotuneKey
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     PipelineError,
@@ -30,6 +31,7 @@ PIPELINE = (
     UseHf32InDot,
     RemapLibdevice,
     LowerFloat64,
+    FilterAutotuneKey,
     DeferAutotune,
 )
 
@@ -49,6 +51,7 @@ __all__ = [
     "PIPELINE",
     "DeferAutotune",
     "FillMaskedLoads",
+    "FilterAutotuneKey",
     "FoldTrueMask",
     "LowerClamp",
     "LowerFloat64",
