@@ -151,20 +151,29 @@ def test_lower_clamp(call, expected):
     assert count == 1
 
 
+FP32 = "'hf32' if a.dtype == triton.language.float32 and b.dtype == triton.language.float32 else 'ieee'"
+
+
 @pytest.mark.parametrize(
     "call, expected",
     [
         (
             'tl.dot(a, b, input_precision="tf32")',
-            "tl.dot(a, b, input_precision='hf32')",
+            f"tl.dot(a, b, input_precision={FP32})",
         ),
         (
             'tl.dot(a, b, input_precision="tf32x3")',
-            "tl.dot(a, b, input_precision='hf32')",
+            "tl.dot(a, b, input_precision='ieee')",
         ),
-        ('tl.dot(a, b, acc, "tf32")', "tl.dot(a, b, acc, 'hf32')"),
-        ("tl.dot(a, b, allow_tf32=True)", "tl.dot(a, b, input_precision='hf32')"),
+        ('tl.dot(a, b, acc, "tf32")', f"tl.dot(a, b, acc, {FP32})"),
+        ("tl.dot(a, b, allow_tf32=True)", f"tl.dot(a, b, input_precision={FP32})"),
         ("tl.dot(a, b, allow_tf32=False)", "tl.dot(a, b)"),
+        (
+            'tl.dot(a, b, input_precision="tf32", out_dtype=tl.float16)',
+            "tl.dot(a, b, input_precision='hf32' if a.dtype == triton.language.float32 "
+            "and b.dtype == triton.language.float32 and (tl.float16 == triton.language.float32) "
+            "else 'ieee', out_dtype=tl.float16)",
+        ),
     ],
 )
 def test_use_hf32_in_dot(call, expected):
@@ -172,6 +181,31 @@ def test_use_hf32_in_dot(call, expected):
 
     assert source.splitlines()[-1] == f"y = {expected}"
     assert count == 1
+
+
+def test_use_hf32_binds_operands_once_before_the_statement():
+    source, count = rewrite(
+        UseHf32InDot,
+        """
+        import triton.language as tl
+        def kernel(p, q):
+            acc = 0
+            for k in range(4):
+                acc += tl.dot(tl.load(p + k), tl.load(q + k), input_precision="tf32")
+            return acc
+        """,
+    )
+
+    assert count == 1
+    assert source.count("tl.load(") == 2
+    assert (
+        "        ninetoothed_ascend_dot_operand_0 = tl.load(p + k)\n"
+        "        ninetoothed_ascend_dot_operand_1 = tl.load(q + k)\n"
+        "        acc += tl.dot(ninetoothed_ascend_dot_operand_0, ninetoothed_ascend_dot_operand_1, "
+        "input_precision='hf32' if ninetoothed_ascend_dot_operand_0.dtype == triton.language.float32 "
+        "and ninetoothed_ascend_dot_operand_1.dtype == triton.language.float32 else 'ieee')\n"
+        "    return acc" in source
+    )
 
 
 def test_use_hf32_keeps_ieee():
