@@ -151,7 +151,10 @@ def test_lower_clamp(call, expected):
     assert count == 1
 
 
-FP32 = "'hf32' if a.dtype == triton.language.float32 and b.dtype == triton.language.float32 else 'ieee'"
+FP32 = (
+    "('hf32' if b.dtype == triton.language.float32 else 'ieee') "
+    "if a.dtype == triton.language.float32 else 'ieee'"
+)
 
 
 @pytest.mark.parametrize(
@@ -170,9 +173,9 @@ FP32 = "'hf32' if a.dtype == triton.language.float32 and b.dtype == triton.langu
         ("tl.dot(a, b, allow_tf32=False)", "tl.dot(a, b)"),
         (
             'tl.dot(a, b, input_precision="tf32", out_dtype=tl.float16)',
-            "tl.dot(a, b, input_precision='hf32' if a.dtype == triton.language.float32 "
-            "and b.dtype == triton.language.float32 and (tl.float16 == triton.language.float32) "
-            "else 'ieee', out_dtype=tl.float16)",
+            "tl.dot(a, b, input_precision=(('hf32' if tl.float16 == triton.language.float32 "
+            "else 'ieee') if b.dtype == triton.language.float32 else 'ieee') "
+            "if a.dtype == triton.language.float32 else 'ieee', out_dtype=tl.float16)",
         ),
     ],
 )
@@ -202,8 +205,8 @@ def test_use_hf32_binds_operands_once_before_the_statement():
         "        ninetoothed_ascend_dot_operand_0 = tl.load(p + k)\n"
         "        ninetoothed_ascend_dot_operand_1 = tl.load(q + k)\n"
         "        acc += tl.dot(ninetoothed_ascend_dot_operand_0, ninetoothed_ascend_dot_operand_1, "
-        "input_precision='hf32' if ninetoothed_ascend_dot_operand_0.dtype == triton.language.float32 "
-        "and ninetoothed_ascend_dot_operand_1.dtype == triton.language.float32 else 'ieee')\n"
+        "input_precision=('hf32' if ninetoothed_ascend_dot_operand_1.dtype == triton.language.float32 "
+        "else 'ieee') if ninetoothed_ascend_dot_operand_0.dtype == triton.language.float32 else 'ieee')\n"
         "    return acc" in source
     )
 

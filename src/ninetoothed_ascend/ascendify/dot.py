@@ -27,7 +27,7 @@ class UseHf32InDot(Pass):
 
     - ``input_precision="tf32"`` and ``allow_tf32=True`` become
       ``input_precision="hf32" if <both operands and the result are fp32>
-      else "ieee"``; the condition compares dtypes, which are compile-time
+      else "ieee"`` (nested conditionals); the condition compares dtypes, which are compile-time
       constants, so the frontend folds it (the compile check shows it for
       fp16 and fp32 operands). Operands that are not plain names are first
       bound to names in statements before the one holding the ``dot``, so
@@ -154,11 +154,16 @@ class UseHf32InDot(Pass):
         if out_dtype is not None:
             dtypes.append(ast.unparse(out_dtype.value))
 
-        condition = " and ".join(
-            f"{dtype} == triton.language.float32" for dtype in dtypes
-        )
+        # Nested conditionals, not ``and``: Triton 3.2's frontend lowers
+        # ``and`` through ``logical_and``, which Python bools lack.
+        expression = "'hf32'"
 
-        return ast.parse(f"'hf32' if {condition} else 'ieee'", mode="eval").body
+        for dtype in reversed(dtypes):
+            expression = (
+                f"({expression} if {dtype} == triton.language.float32 else 'ieee')"
+            )
+
+        return ast.parse(expression, mode="eval").body
 
 
 def _is_constant(node, value):
