@@ -72,6 +72,19 @@ def test_remap_libdevice_by_kind():
     assert tree.body.index(helper) < tree.body.index(kernel)
 
 
+def test_remap_libdevice_reaches_ninetoothed_language_libdevice():
+    """NineToothed writes ``ntl.libdevice.tanh(x)`` as ``triton.language.libdevice.tanh(x)``."""
+
+    source, count = rewrite(
+        RemapLibdevice,
+        "import triton\nimport triton.language\ny = triton.language.libdevice.tanh(x)\n",
+    )
+
+    assert count == 1
+    assert "y = ninetoothed_ascend_libdevice.tanh(x)" in source
+    assert "from triton.language.extra.ascend import libdevice" in source
+
+
 def test_remap_libdevice_imports_ascend_only_where_needed():
     source, count = rewrite(
         RemapLibdevice,

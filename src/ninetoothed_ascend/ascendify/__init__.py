@@ -17,13 +17,17 @@ from ninetoothed_ascend.ascendify.base import (
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
 from ninetoothed_ascend.ascendify.float64 import LowerFloat64
+from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 
 #: The NPU pipeline.
 PIPELINE = (
+    ImportStandardModules,
+    FoldMathConstants,
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     FillMaskedLoads,
@@ -51,8 +55,10 @@ __all__ = [
     "PIPELINE",
     "DeferAutotune",
     "FillMaskedLoads",
+    "FoldMathConstants",
     "FilterAutotuneKey",
     "FoldTrueMask",
+    "ImportStandardModules",
     "LowerClamp",
     "LowerFloat64",
     "Pass",

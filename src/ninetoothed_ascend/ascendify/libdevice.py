@@ -21,6 +21,12 @@ CUDA_LIBDEVICE_MODULES = (
     "triton.language.extra.cuda.libdevice",
 )
 
+#: Where calls reach libdevice: the modules above, and
+#: ``triton.language.libdevice``, which NineToothed 0.26 writes for
+#: ``ninetoothed.language.libdevice.f(...)`` (it maps ``ninetoothed.language``
+#: to ``triton.language``) and which no Triton since 3.0 has.
+CUDA_LIBDEVICE_CALLS = (*CUDA_LIBDEVICE_MODULES, "triton.language.libdevice")
+
 #: The name the NPU variant binds triton-ascend's libdevice to.
 ASCEND_LIBDEVICE_ALIAS = "ninetoothed_ascend_libdevice"
 
@@ -537,7 +543,7 @@ def _libdevice_function(dotted):
 
     module, _, name = dotted.rpartition(".")
 
-    return name if module in CUDA_LIBDEVICE_MODULES else None
+    return name if module in CUDA_LIBDEVICE_CALLS else None
 
 
 def _detecting_import():
