@@ -115,19 +115,29 @@ def test_filter_autotune_key_on_four_4d_tensors():
     assert all("size" in name for name in key)
     # Every size the grid reads is kept, and comes first.
     module = ast.parse(kernel.source("cuda"))
-    (grid,) = [
-        node.func.slice
+    (launch,) = [
+        node
         for node in ast.walk(module)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
     ]
+    (definition,) = [
+        node
+        for node in module.body
+        if isinstance(node, ast.FunctionDef) and node.decorator_list
+    ]
+    passed = {
+        parameter.arg: ast.dump(argument)
+        for parameter, argument in zip(definition.args.args, launch.args)
+    }
     grid_sizes = {
-        (ast.unparse(node.func.value), node.args[0].value)
-        for node in ast.walk(grid)
+        ast.dump(node)
+        for node in ast.walk(launch.func.slice)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "size"
     }
     assert len(grid_sizes) == 4
+    assert {passed[name] for name in key[: len(grid_sizes)]} == grid_sizes
     # In the NPU variant the key is the filtered one, inside DeferAutotune's factory.
     assert f"key={key!r}" in kernel.source("npu")
     assert ("FilterAutotuneKey", 1) in kernel.rewrites("npu")
