@@ -8,7 +8,7 @@ import ninetoothed
 import ninetoothed.language as ntl
 import pytest
 import torch
-from helpers import rewrite
+from helpers import rewrite, run_python
 from ninetoothed import Tensor
 from ninetoothed.language import libdevice
 
@@ -176,3 +176,68 @@ def test_fold_math_constants_leaves_the_rest(expression):
     )
 
     assert count == 0
+
+
+def _cuda_frontend(source, kernel_name, tmp_path):
+    """Run CUDA Triton's frontend (``make_ir`` for sm_90; no GPU needed) on a module's kernel; return its error or ``None``.
+
+    In a fresh process: Triton's interpreter, run by other tests, leaves
+    ``triton.language`` patched in this one.
+    """
+
+    path = tmp_path / f"cuda_{len(list(tmp_path.iterdir()))}.py"
+    path.write_text(source)
+
+    return run_python(
+        f"""
+        import importlib.util, json
+        from triton._C.libtriton import ir
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler.compiler import ASTSource, make_backend
+
+        spec = importlib.util.spec_from_file_location("kernel", {str(path)!r})
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kernel = module.{kernel_name}
+        constexprs = [
+            name for name, parameter in zip(kernel.arg_names, kernel.params)
+            if parameter.is_constexpr
+        ]
+        signature = {{
+            name: "constexpr" if name in constexprs
+            else "*fp32" if name.endswith("pointer") else "i32"
+            for name in kernel.arg_names
+        }}
+        constants = {{(kernel.arg_names.index(name),): 128 for name in constexprs}}
+        target = GPUTarget("cuda", 90, 32)
+        backend = make_backend(target)
+        options = backend.parse_options({{}})
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        try:
+            ASTSource(kernel, signature, constants).make_ir(
+                target, options, backend.get_codegen_implementation(options),
+                backend.get_module_map(), context,
+            )
+            error = None
+        except Exception as exception:
+            error = str(exception).splitlines()[-1]
+        print(json.dumps(error))
+        """,
+        tmp_path / "cache",
+    )
+
+
+def test_cuda_variant_keeps_ninetoothed_s_missing_import(tmp_path):
+    """The CUDA variant is NineToothed's source byte for byte, bug included: CUDA Triton's frontend fails on its unbound ``math``; the same source with the import passes."""
+
+    pytest.importorskip("triton.backends.nvidia")
+    kernel = ninetoothed_ascend.make(_arrangement, _gelu_tanh, (Tensor(1), Tensor(1)))
+
+    assert "math is not defined" in _cuda_frontend(
+        kernel.source("cuda"), kernel.kernel_name, tmp_path
+    )
+
+    fixed = run_pipeline(kernel.source("cuda"), (ImportStandardModules,)).source
+    assert _cuda_frontend(fixed, kernel.kernel_name, tmp_path) is None
