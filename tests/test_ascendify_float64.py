@@ -2,9 +2,14 @@
 
 import importlib.util
 
+import ninetoothed
+import ninetoothed.language as ntl
 import pytest
+import torch
 from helpers import rewrite
+from ninetoothed import Tensor
 
+import ninetoothed_ascend
 from ninetoothed_ascend.ascendify import PIPELINE, LowerFloat64, run_pipeline
 
 KERNEL = """
@@ -98,3 +103,34 @@ def test_fp64_fails_the_frontend_or_computes_in_fp64_without_the_pass(
     assert not [
         line for line in linalg.splitlines() if "arith.mulf" in line and "f64" in line
     ]
+
+
+def _arrangement(input, output, BLOCK_SIZE=ninetoothed.block_size()):
+    return input.tile((BLOCK_SIZE,)), output.tile((BLOCK_SIZE,))
+
+
+def _scale_in_fp64(input, output):
+    output = ntl.cast(input, ntl.float64) * 0.5  # noqa: F841
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_ninetoothed_kernel_with_an_fp64_cast_passes_the_compile_check(dtype):
+    from ninetoothed_ascend.compile_check import check_variant
+
+    def launch(kernel, input):
+        output = torch.empty_like(input)
+        kernel(input, output)
+
+        return output
+
+    kernel = ninetoothed_ascend.make(
+        _arrangement, _scale_in_fp64, (Tensor(1), Tensor(1))
+    )
+    assert "triton.language.float64" in kernel.source("cuda")
+    assert ("LowerFloat64", 2) in kernel.rewrites("npu")  # the cast and the load
+
+    results = check_variant(kernel, launch, torch.randn(300).to(dtype))
+
+    assert results
+    assert all("func.func" in result.linalg for result in results)
