@@ -6,6 +6,7 @@ states the constraint and where it is documented or measured.
 """
 
 from ninetoothed_ascend.ascendify.autotune import DeferAutotune
+from ninetoothed_ascend.ascendify.autotune_key import FilterAutotuneKey
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     PipelineError,
@@ -15,19 +16,26 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.float64 import LowerFloat64
+from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 
 #: The NPU pipeline.
 PIPELINE = (
+    ImportStandardModules,
+    FoldMathConstants,
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     FillMaskedLoads,
     LowerClamp,
     UseHf32InDot,
     RemapLibdevice,
+    LowerFloat64,
+    FilterAutotuneKey,
     DeferAutotune,
 )
 
@@ -47,8 +55,12 @@ __all__ = [
     "PIPELINE",
     "DeferAutotune",
     "FillMaskedLoads",
+    "FoldMathConstants",
+    "FilterAutotuneKey",
     "FoldTrueMask",
+    "ImportStandardModules",
     "LowerClamp",
+    "LowerFloat64",
     "Pass",
     "PipelineError",
     "RemapLibdevice",

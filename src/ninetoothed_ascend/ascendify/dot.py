@@ -1,26 +1,88 @@
-"""Use Ascend's hf32 where a kernel asks for tf32."""
+"""Use Ascend's hf32 where a kernel asks for tf32, and only where its operands are fp32."""
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword
-
-#: ``input_precision`` values that name NVIDIA's TensorFloat-32 modes.
-_TF32_MODES = ("tf32", "tf32x3")
+from ninetoothed_ascend.ascendify.base import Pass, RewriteError, keyword
 
 #: Position of ``input_precision`` in ``tl.dot(input, other, acc, input_precision, ...)``.
 _INPUT_PRECISION_POSITION = 3
 
+#: Prefix of the names the operands are bound to before the ``dot``.
+OPERAND_PREFIX = "ninetoothed_ascend_dot_operand_"
+
 
 class UseHf32InDot(Pass):
-    """Rewrite ``dot(..., input_precision="tf32" | "tf32x3")`` and ``allow_tf32=True`` into ``input_precision="hf32"``.
+    """Rewrite ``dot``'s tf32 modes for Ascend, by the operands' dtype, folded at compile time.
 
-    Constraint: tf32 does not exist on Ascend; its counterpart is hf32, and
-    triton-ascend 3.2.0 asserts "please use input_precision='hf32' on Ascend"
-    on tf32 (measured on ntops mm, bmm and conv2d, ../shared/ASCEND.md;
-    triton-ascend migration guide, docs/zh/migration_guide/migrate_from_gpu.md).
-    hf32 keeps tf32's intent: fp32 operands multiplied at reduced precision,
-    accumulated in fp32.
+    Constraint: tf32 does not exist on Ascend; triton-ascend 3.2 allows only
+    ``input_precision`` "ieee" and "hf32" (``allowed_dot_input_precisions``
+    in backends/ascend/compiler.py), asserts "please use
+    input_precision='hf32' on Ascend" on "tf32", "tf32x3" and
+    ``allow_tf32=True`` (triton_patch/language/core.py; measured on ntops mm,
+    bmm, conv2d, ../shared/ASCEND.md), and raises "input_precision = 'hf32'
+    must be used with f32 * f32 = f32 on Ascend" for any other operand or
+    result dtype (triton_patch/language/semantic.py, ``dot``). CUDA's tf32
+    applies to fp32 operands only and is ignored for fp16 ones, so one
+    NineToothed kernel serves both; its Ascend form must decide by dtype.
+
+    - ``input_precision="tf32"`` and ``allow_tf32=True`` become
+      ``input_precision="hf32" if <both operands and the result are fp32>
+      else "ieee"`` (nested conditionals); the condition compares dtypes, which are compile-time
+      constants, so the frontend folds it (the compile check shows it for
+      fp16 and fp32 operands). Operands that are not plain names are first
+      bound to names in statements before the one holding the ``dot``, so
+      the condition does not evaluate (load) them twice.
+    - ``input_precision="tf32x3"`` (tf32 in three passes, for fp32
+      accuracy) becomes ``"ieee"``: hf32 would lose the accuracy the kernel
+      asked for.
+    - ``allow_tf32=False`` is dropped ("ieee" is triton-ascend's default).
     """
+
+    def run(self, tree):
+        self._count = 0
+
+        return super().run(tree)
+
+    def generic_visit(self, node):
+        # Statement lists are visited here so that operands can be hoisted
+        # into statements before the one holding the ``dot``.
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+
+            if not isinstance(statements, list) or not all(
+                isinstance(statement, ast.stmt) for statement in statements
+            ):
+                continue
+
+            rewritten = []
+            enclosing = getattr(self, "_hoisted", None)
+
+            for statement in statements:
+                self._hoisted = []
+                statement = self.visit(statement)
+                rewritten.extend(self._hoisted)
+                rewritten.append(statement)
+
+            self._hoisted = enclosing
+            setattr(node, field, rewritten)
+
+        for field, value in ast.iter_fields(node):
+            if field in ("body", "orelse", "finalbody") and isinstance(value, list):
+                continue
+
+            if isinstance(value, list):
+                setattr(
+                    node,
+                    field,
+                    [
+                        self.visit(item) if isinstance(item, ast.AST) else item
+                        for item in value
+                    ],
+                )
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
+
+        return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -29,34 +91,80 @@ class UseHf32InDot(Pass):
             return node
 
         precision = keyword(node, "input_precision")
-
-        if precision is not None and _is_tf32(precision.value):
-            precision.value = ast.Constant("hf32")
-            self.rewrote()
-        elif len(node.args) > _INPUT_PRECISION_POSITION and _is_tf32(
-            node.args[_INPUT_PRECISION_POSITION]
-        ):
-            node.args[_INPUT_PRECISION_POSITION] = ast.Constant("hf32")
-            self.rewrote()
-
+        positional = len(node.args) > _INPUT_PRECISION_POSITION
+        value = (
+            precision.value
+            if precision is not None
+            else node.args[_INPUT_PRECISION_POSITION]
+            if positional
+            else None
+        )
         allow_tf32 = keyword(node, "allow_tf32")
 
         if allow_tf32 is not None:
             node.keywords.remove(allow_tf32)
 
-            if _is_true(allow_tf32.value):
-                node.keywords.append(
-                    ast.keyword("input_precision", ast.Constant("hf32"))
-                )
+            if not _is_constant(allow_tf32.value, True):
+                self.rewrote()
+            else:
+                value = ast.Constant("tf32")
+                precision = ast.keyword("input_precision", value)
+                node.keywords.append(precision)
 
-            self.rewrote()
+        if _is_constant(value, "tf32x3"):
+            replacement = ast.Constant("ieee")
+        elif _is_constant(value, "tf32"):
+            replacement = self._fp32_condition(node)
+        else:
+            return node
+
+        if precision is not None:
+            precision.value = replacement
+        else:
+            node.args[_INPUT_PRECISION_POSITION] = replacement
+
+        self.rewrote()
 
         return node
 
+    def _fp32_condition(self, node):
+        if len(node.args) < 2:
+            raise RewriteError(
+                "a dot with tf32 whose operands are not positional.",
+                "Pass dot's two operands positionally.",
+            )
 
-def _is_tf32(node):
-    return isinstance(node, ast.Constant) and node.value in _TF32_MODES
+        if getattr(self, "_hoisted", None) is None:
+            raise RewriteError(
+                "a dot with tf32 outside any statement list.", "Call dot in a kernel."
+            )
+
+        for index in (0, 1):
+            if not isinstance(node.args[index], ast.Name):
+                name = f"{OPERAND_PREFIX}{self._count}"
+                self._count += 1
+                self._hoisted.append(
+                    ast.Assign([ast.Name(name, ast.Store())], node.args[index])
+                )
+                node.args[index] = ast.Name(name, ast.Load())
+
+        dtypes = [f"{ast.unparse(node.args[index])}.dtype" for index in (0, 1)]
+        out_dtype = keyword(node, "out_dtype")
+
+        if out_dtype is not None:
+            dtypes.append(ast.unparse(out_dtype.value))
+
+        # Nested conditionals, not ``and``: Triton 3.2's frontend lowers
+        # ``and`` through ``logical_and``, which Python bools lack.
+        expression = "'hf32'"
+
+        for dtype in reversed(dtypes):
+            expression = (
+                f"({expression} if {dtype} == triton.language.float32 else 'ieee')"
+            )
+
+        return ast.parse(expression, mode="eval").body
 
 
-def _is_true(node):
-    return isinstance(node, ast.Constant) and node.value is True
+def _is_constant(node, value):
+    return isinstance(node, ast.Constant) and node.value == value

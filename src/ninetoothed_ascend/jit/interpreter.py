@@ -13,6 +13,7 @@ from ninetoothed_ascend.ascendify.base import (
     autotune_block_sizes,
     insert_after_imports,
 )
+from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 
 
 class BindLanguageModule(Pass):
@@ -237,6 +238,7 @@ class FixAutotuneConfig(Pass):
 
 #: The CPU pipeline.
 PIPELINE = (
+    ImportStandardModules,
     IndexLoopBounds,
     BindLanguageModule,
     InterpretKernels,

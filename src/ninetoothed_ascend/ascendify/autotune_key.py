@@ -1,0 +1,144 @@
+"""Key the autotuner on at most 12 sizes."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword
+
+#: Axes triton-ascend's tiling autotuner can bind keys to.
+MAX_KEYS = 12
+
+
+class FilterAutotuneKey(Pass):
+    """Keep only sizes in ``triton.autotune(..., key=[...])``, at most 12, grid-deciding ones first.
+
+    Constraint: triton-ascend's tiling autotuner binds each key to one of 12
+    axes (x, y, z, w, v, t, rx ... rt) and raises "Number of parameters
+    exceeds the number of available axes" past 12; NineToothed keys on every
+    size and stride of every tensor (32 keys for four 4-D tensors).
+    Every re-tune is also a round of NPU compiles (../shared/ASCEND.md,
+    "Autotuning on Ascend").
+
+    The key's parameters are classified by what the launch function passes
+    for them (``launch_<kernel>`` calls ``<autotuned>[grid](...)``): a
+    ``tensor.size(i)`` is a size, a ``tensor.stride(i)`` a stride, anything
+    else (a tensor: a pointer) neither. The new key holds sizes only, in
+    this order, up to :data:`MAX_KEYS`: those the grid function reads, then
+    those the kernel divides by a block size (``// BLOCK``: they decide the
+    number of tiles), then the rest, each group in the original order.
+    Dropping strides means a layout change with equal sizes reuses the
+    tuned config; the config only decides speed, never results.
+
+    An autotuner whose launch cannot be found is left alone. Runs before
+    :class:`~ninetoothed_ascend.ascendify.DeferAutotune`, which moves the
+    ``triton.autotune`` call into a factory.
+    """
+
+    def visit_Module(self, node):
+        functions = {
+            statement.name: statement
+            for statement in node.body
+            if isinstance(statement, ast.FunctionDef)
+        }
+
+        for statement in autotune_assignments(node):
+            key = keyword(statement.value.func, "key")
+            kernel = statement.value.args[0] if statement.value.args else None
+
+            if (
+                key is None
+                or not isinstance(key.value, ast.List)
+                or not isinstance(kernel, ast.Name)
+                or kernel.id not in functions
+            ):
+                continue
+
+            launch = _launch(node, statement.targets[0].id)
+
+            if launch is None:
+                continue
+
+            grid, call = launch
+            arguments = _arguments(functions[kernel.id], call)
+            old = [
+                element.value
+                for element in key.value.elts
+                if isinstance(element, ast.Constant)
+            ]
+            sizes = [name for name in old if _method(arguments.get(name)) == "size"]
+            grid_text = ast.dump(grid)
+            divided = _divided_names(functions[kernel.id])
+            in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
+            tiled = [name for name in sizes if name in divided and name not in in_grid]
+            rest = [name for name in sizes if name not in in_grid + tiled]
+            new = (in_grid + tiled + rest)[:MAX_KEYS]
+
+            if new != old:
+                key.value = ast.List([ast.Constant(name) for name in new], ast.Load())
+                self.rewrote()
+
+        return node
+
+
+def _launch(module, name):
+    """Return ``(grid, call)`` for the first ``name[grid](...)`` in ``module``, or ``None``."""
+
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            return node.func.slice, node
+
+    return None
+
+
+def _arguments(kernel, call):
+    """Map the kernel's parameter names to the launch's argument expressions."""
+
+    parameters = [argument.arg for argument in kernel.args.args]
+    arguments = dict(zip(parameters, call.args))
+    arguments.update(
+        (item.arg, item.value) for item in call.keywords if item.arg is not None
+    )
+
+    return arguments
+
+
+def _method(node):
+    """``"size"`` for ``x.size(i)``, ``"stride"`` for ``x.stride(i)``, else ``None``."""
+
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("size", "stride")
+    ):
+        return node.func.attr
+
+    return None
+
+
+def _divided_names(kernel):
+    """Names read in the dividend of a ``//`` whose divisor is a constexpr parameter."""
+
+    constexprs = {
+        argument.arg
+        for argument in kernel.args.args
+        if argument.annotation is not None
+        and ast.unparse(argument.annotation).endswith("constexpr")
+    }
+    names = set()
+
+    for node in ast.walk(kernel):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.FloorDiv)
+            and isinstance(node.right, ast.Name)
+            and node.right.id in constexprs
+        ):
+            names.update(
+                name.id for name in ast.walk(node.left) if isinstance(name, ast.Name)
+            )
+
+    return names

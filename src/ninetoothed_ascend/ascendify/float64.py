@@ -1,0 +1,97 @@
+"""Compute in fp32 where a kernel asks for fp64."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports
+
+#: The module-level ``triton.jit`` function that demotes a loaded fp64 block.
+DEMOTE = "ninetoothed_ascend_float32_if_float64"
+
+_DEMOTE_SOURCE = f"""
+@triton.jit
+def {DEMOTE}(x):
+    if x.dtype == triton.language.float64:
+        return x.to(triton.language.float32)
+    else:
+        return x
+"""
+
+
+class LowerFloat64(Pass):
+    """Turn fp64 arithmetic in kernels into fp32; fp64 stays only in memory.
+
+    Constraint: Ascend's vector units have no fp64 arithmetic, and
+    triton-ascend 3.2's frontend refuses every cast to or from fp64 ("[fp8,
+    fp64] is unsupported on Ascend for now", ``cast`` in
+    triton/triton_patch/language/semantic.py, unless compiling for the
+    910_95); reproduced by
+    ``tests/test_ascendify_float64.py::test_fp64_fails_the_frontend_or_computes_in_fp64_without_the_pass``.
+    triton-ascend's op support table (docs/sources/python-api/outline.md) has
+    no fp64 column, and its dtype table (``op_dtype_config.py``, PR #2313)
+    lists fp64 as unsupported on A2 and A5.
+
+    In each ``triton.jit`` function:
+
+    - every ``triton.language.float64`` (``cast(x, float64)``,
+      ``x.to(float64)``, ``zeros(..., dtype=float64)``) becomes
+      ``triton.language.float32``;
+    - every ``triton.language.load(...)`` becomes
+      ``ninetoothed_ascend_float32_if_float64(load(...))``, a ``triton.jit``
+      function whose ``if`` on the block's dtype the frontend folds: blocks
+      loaded from fp64 tensors are computed on in fp32, the others are left
+      as they are (no operation is emitted for them).
+
+    fp64 tensors stay fp64 in memory and are stored back as fp64 (the store
+    converts). Scalars need nothing: NineToothed passes Python floats, which
+    Triton types as fp32.
+
+    Precision: results of kernels on fp64 tensors, or that ask for fp64
+    intermediates, are fp32-accurate (about 7 significant digits, range
+    about 1e-38 to 3e38), not fp64-accurate.
+    """
+
+    def run(self, tree):
+        self._in_kernel = False
+
+        return super().run(tree)
+
+    def visit_FunctionDef(self, node):
+        if not any(
+            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
+        ):
+            return node
+
+        self._in_kernel = True
+        self.generic_visit(node)
+        self._in_kernel = False
+
+        return node
+
+    def visit_Attribute(self, node):
+        if self._in_kernel and self.resolve(node) == "triton.language.float64":
+            self.rewrote()
+
+            return ast.copy_location(
+                ast.parse("triton.language.float32", mode="eval").body, node
+            )
+
+        self.generic_visit(node)
+
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if self._in_kernel and self.is_call_to(node, "triton.language.load"):
+            self._demoted = True
+            self.rewrote()
+
+            return ast.copy_location(
+                ast.Call(ast.Name(DEMOTE, ast.Load()), [node], []), node
+            )
+
+        return node
+
+    def finish(self, tree):
+        if getattr(self, "_demoted", False):
+            insert_after_imports(tree, ast.parse(_DEMOTE_SOURCE).body)

@@ -1,0 +1,70 @@
+"""Import the standard-library modules a generated module uses without importing them."""
+
+import ast
+import builtins
+import sys
+
+from ninetoothed_ascend.ascendify.base import Pass
+
+
+class ImportStandardModules(Pass):
+    """Add ``import name`` for every standard-library module the module reads but never binds.
+
+    Constraint: NineToothed 0.26 inlines the application's source into the
+    kernel and keeps its references to modules (``math.sqrt(2 / math.pi)``
+    in a tanh GELU), but imports only ``triton`` and ``triton.language``: the
+    generated module reads ``math`` without binding it. Triton resolves a
+    kernel's globals from its module, so triton-ascend's frontend fails on
+    the name ("[ttir] ... math"; reproduced by
+    ``tests/test_ascendify_imports.py::test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check``).
+    Triton 3.9's interpreter hides the bug: it copies its own module's
+    globals, ``math`` among them, into every kernel it rewrites.
+
+    A name qualifies when it is read (``ast.Load``) somewhere in the module,
+    is bound nowhere in it (no import, assignment, definition, parameter,
+    loop or comprehension target, ``except ... as``, ``global``), is not a
+    builtin, and is a top-level standard-library module
+    (``sys.stdlib_module_names``). Nothing else is guessed: a third-party
+    name stays unbound and fails as before.
+    """
+
+    def visit_Module(self, node):
+        bound = set()
+        read = []
+
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name):
+                if isinstance(child.ctx, ast.Load):
+                    read.append(child.id)
+                else:
+                    bound.add(child.id)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                bound.update(
+                    (alias.asname or alias.name).split(".")[0] for alias in child.names
+                )
+            elif isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            ):
+                bound.add(child.name)
+            elif isinstance(child, ast.arg):
+                bound.add(child.arg)
+            elif isinstance(child, ast.ExceptHandler) and child.name:
+                bound.add(child.name)
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                bound.update(child.names)
+
+        missing = sorted(
+            {
+                name
+                for name in read
+                if name not in bound
+                and not hasattr(builtins, name)
+                and name in sys.stdlib_module_names
+            }
+        )
+
+        if missing:
+            node.body[0:0] = [ast.Import([ast.alias(name)]) for name in missing]
+            self.rewrote(len(missing))
+
+        return node

@@ -1,0 +1,420 @@
+"""RemapLibdevice and its table: pass tests on ASTs, composites in Triton's interpreter, targets in triton-ascend 3.2."""
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import textwrap
+
+import pytest
+import torch
+from helpers import rewrite
+
+from ninetoothed_ascend.ascendify import RewriteError, run_pipeline
+from ninetoothed_ascend.ascendify.libdevice import (
+    LIBDEVICE,
+    Ascend,
+    Composite,
+    Core,
+    NoEquivalent,
+    RemapLibdevice,
+    composite_function,
+)
+
+NINETOOTHED_IMPORTS = """
+import triton
+import triton.language
+from triton.language.extra import libdevice as ninetoothed_libdevice
+"""
+
+
+def test_remap_libdevice_by_kind():
+    source, count = rewrite(
+        RemapLibdevice,
+        NINETOOTHED_IMPORTS
+        + textwrap.dedent(
+            """
+        @triton.jit
+        def kernel(x):
+            a = ninetoothed_libdevice.tanh(x)
+            b = ninetoothed_libdevice.exp(ninetoothed_libdevice.rint(x))
+            c = ninetoothed_libdevice.exp10(x) + ninetoothed_libdevice.exp10(x)
+            return a, b, c
+        """
+        ),
+    )
+
+    assert count == 5
+    assert "ninetoothed_libdevice" not in source
+    assert "a = ninetoothed_ascend_libdevice.tanh(x)" in source
+    assert (
+        "b = triton.language.exp(ninetoothed_ascend_libdevice.nearbyint(x))" in source
+    )
+    assert (
+        "c = ninetoothed_ascend_libdevice_exp10(x) + ninetoothed_ascend_libdevice_exp10(x)"
+        in source
+    )
+    # One composite per name, a triton.jit function after the imports.
+    assert source.count("def ninetoothed_ascend_libdevice_exp10(x):") == 1
+    tree = ast.parse(source)
+    helper = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("exp10")
+    )
+    assert ast.unparse(helper.decorator_list[0]) == "triton.jit"
+    assert "triton.language.exp2(x * 3.32192809488736" in ast.unparse(helper)
+    kernel = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "kernel"
+    )
+    assert tree.body.index(helper) < tree.body.index(kernel)
+
+
+def test_remap_libdevice_reaches_ninetoothed_language_libdevice():
+    """NineToothed writes ``ntl.libdevice.tanh(x)`` as ``triton.language.libdevice.tanh(x)``."""
+
+    source, count = rewrite(
+        RemapLibdevice,
+        "import triton\nimport triton.language\ny = triton.language.libdevice.tanh(x)\n",
+    )
+
+    assert count == 1
+    assert "y = ninetoothed_ascend_libdevice.tanh(x)" in source
+    assert "from triton.language.extra.ascend import libdevice" in source
+
+
+def test_remap_libdevice_imports_ascend_only_where_needed():
+    source, count = rewrite(
+        RemapLibdevice,
+        NINETOOTHED_IMPORTS + "y = ninetoothed_libdevice.exp(x)\n",
+    )
+
+    assert count == 1
+    assert "libdevice" not in source
+    assert "y = triton.language.exp(x)" in source
+
+
+def test_remap_libdevice_matches_the_module_not_the_name():
+    source, count = rewrite(
+        RemapLibdevice,
+        """
+        import triton.language.extra.cuda.libdevice as anything
+        from somewhere import libdevice as ninetoothed_libdevice
+        a = anything.tanh(x)
+        b = ninetoothed_libdevice.exp10(x)
+        """,
+    )
+
+    assert count == 1
+    assert "a = ninetoothed_ascend_libdevice.tanh(x)" in source
+    assert "b = ninetoothed_libdevice.exp10(x)" in source
+    assert "from somewhere import libdevice as ninetoothed_libdevice" in source
+
+
+def test_remap_libdevice_detects_the_module_at_import():
+    source, count = rewrite(
+        RemapLibdevice, NINETOOTHED_IMPORTS + "y = ninetoothed_libdevice.tanh(x)\n"
+    )
+
+    assert count == 1
+    assert source.index("triton.language.extra.cann") < source.index(
+        "triton.language.extra.ascend"
+    )
+
+    # CUDA Triton has neither module: the import names both and says what to do.
+    with pytest.raises(
+        ImportError, match="extra.cann.libdevice.*extra.ascend.libdevice.*triton-ascend"
+    ):
+        exec(source, {})
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("clz", "integer bit intrinsics"),
+        ("add_rd", "directed rounding"),
+        ("j0", "Bessel"),
+        ("not_a_function", "not in the table"),
+    ],
+)
+def test_remap_libdevice_refuses_what_has_no_equivalent(name, reason):
+    with pytest.raises(
+        RewriteError, match=rf"libdevice\.{name} has no Ascend equivalent: .*{reason}"
+    ):
+        rewrite(
+            RemapLibdevice, NINETOOTHED_IMPORTS + f"y = ninetoothed_libdevice.{name}(x)"
+        )
+
+
+def test_remap_libdevice_refuses_a_function_passed_around():
+    with pytest.raises(RewriteError, match="other than by a call"):
+        rewrite(RemapLibdevice, NINETOOTHED_IMPORTS + "f = ninetoothed_libdevice.exp")
+
+
+def _cuda_libdevice_functions():
+    module = importlib.import_module("triton.language.extra.cuda.libdevice")
+
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and callable(value)
+        and value.__module__ == module.__name__
+    }
+
+
+def test_table_covers_cuda_libdevice():
+    """Every function of the installed CUDA Triton's libdevice (3.9: 197) has an entry."""
+
+    pytest.importorskip("triton.language.extra.cuda.libdevice")
+    functions = _cuda_libdevice_functions()
+
+    assert len(functions) > 150
+    assert functions - set(LIBDEVICE) == set()
+
+
+#: Composites of core ``tl`` only, with what torch computes for them.
+#: (Composites that call triton-ascend's libdevice are compile-checked below.)
+COMPOSITE_REFERENCES = {
+    "add_rn": lambda x, y: x + y,
+    "sub_rn": lambda x, y: x - y,
+    "mul_rn": lambda x, y: x * y,
+    "exp10": lambda x: torch.pow(10.0, x),
+    "fast_exp10f": lambda x: torch.pow(10.0, x),
+    "cbrt": lambda x: torch.sign(x) * x.abs().pow(1 / 3),
+    # rcbrt(-0.0) is +inf here, -inf in CUDA (the composite's note says so).
+    "rcbrt": lambda x: torch.where(
+        x == 0, torch.inf, torch.sign(x) / x.abs().pow(1 / 3)
+    ),
+    "cospi": lambda x: torch.cos(torch.pi * x.double()).float(),
+    "sinpi": lambda x: torch.sin(torch.pi * x.double()).float(),
+    "erfc": torch.special.erfc,
+    "normcdf": torch.special.ndtr,
+    "fdim": lambda x, y: torch.where(
+        x > y, x - y, torch.where(x.isnan() | y.isnan(), torch.nan, 0.0)
+    ),
+    "finitef": torch.isfinite,
+    "isfinited": torch.isfinite,
+    "logb": lambda x: torch.floor(torch.log2(x.abs())),
+    "saturatef": lambda x: torch.nan_to_num(x.clamp(0, 1), nan=0.0),
+    "rhypot": lambda x, y: 1 / torch.hypot(x, y),
+    "norm3d": lambda x, y, z: torch.stack([x, y, z]).norm(dim=0),
+    "rnorm3d": lambda x, y, z: 1 / torch.stack([x, y, z]).norm(dim=0),
+    "norm4d": lambda x, y, z, w: torch.stack([x, y, z, w]).norm(dim=0),
+    "rnorm4d": lambda x, y, z, w: 1 / torch.stack([x, y, z, w]).norm(dim=0),
+    "float2int_rz": lambda x: x.to(torch.int32),
+    "float2int_rd": lambda x: torch.floor(x).to(torch.int32),
+    "float2int_ru": lambda x: torch.ceil(x).to(torch.int32),
+    "float2ll_rz": lambda x: x.to(torch.int64),
+    "double2float_rn": lambda x: x.float(),
+    "float_as_int": lambda x: x.view(torch.int32),
+    "int_as_float": lambda x: x.view(torch.float32),
+    "int2float_rn": lambda x: x.float(),
+    "ll2float_rn": lambda x: x.float(),
+}
+
+_INTEGER_ARGUMENT = {
+    "int_as_float": torch.int32,
+    "int2float_rn": torch.int32,
+    "ll2float_rn": torch.int64,
+}
+
+
+def _composite_inputs(name, arity):
+    generator = torch.Generator().manual_seed(0)
+    dtype = _INTEGER_ARGUMENT.get(name)
+
+    if dtype is not None:
+        return [torch.randint(-(2**20), 2**20, (64,), generator=generator, dtype=dtype)]
+
+    inputs = [torch.randn(64, generator=generator) * 3 for _ in range(arity)]
+    special = torch.tensor(
+        [0.0, -0.0, 1.0, -1.0, 0.5, float("inf"), float("-inf"), float("nan")]
+    )
+    inputs[0][: len(special)] = special
+    if name in {"cospi", "sinpi"}:
+        inputs[0] = inputs[0].nan_to_num(0.0, 0.0, 0.0)
+
+    return inputs
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITE_REFERENCES))
+def test_composite_computes_what_torch_does(name):
+    """Level 3: each core-only composite, run by Triton's interpreter, against torch."""
+
+    from ninetoothed_ascend.jit import interpreter
+
+    composite = LIBDEVICE[name]
+    assert isinstance(composite, Composite)
+    assert "libdevice." not in composite.source
+    helper = composite_function("helper", composite)
+    parameters = [argument.arg for argument in helper.args.args]
+    loads = ", ".join(
+        f"triton.language.load({parameter}_pointer + offsets)"
+        for parameter in parameters
+    )
+    source = f"""
+import triton
+import triton.language
+{ast.unparse(helper)}
+
+@triton.jit
+def kernel({"".join(f"{parameter}_pointer, " for parameter in parameters)}output_pointer, N: triton.language.constexpr):
+    offsets = triton.language.arange(0, N)
+    triton.language.store(output_pointer + offsets, helper({loads}))
+"""
+    namespace = {}
+    exec(
+        compile(run_pipeline(source, interpreter.PIPELINE).source, name, "exec"),
+        namespace,
+    )
+    inputs = _composite_inputs(name, len(parameters))
+    expected = COMPOSITE_REFERENCES[name](*inputs)
+    output = torch.empty_like(expected)
+    namespace["kernel"][(1,)](*inputs, output, N=64)
+
+    if expected.dtype.is_floating_point:
+        torch.testing.assert_close(
+            output, expected, rtol=2e-6, atol=1e-6, equal_nan=True
+        )
+    else:
+        assert torch.equal(output, expected)
+
+
+# Level 2 and the real module: triton-ascend 3.2.
+
+
+def _ascend_libdevice():
+    return importlib.import_module("triton.language.extra.ascend.libdevice")
+
+
+@pytest.mark.ascend
+def test_table_covers_ascend_libdevice():
+    module = _ascend_libdevice()
+    functions = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and callable(value)
+    } - {"core", "math", "semantic", "ir"}
+
+    assert len(functions) == 56
+    assert functions - set(LIBDEVICE) == set()
+    # Where the table prefers the core function, triton-ascend's libdevice
+    # holds that very function: the choice changes nothing in 3.2.
+    core = importlib.import_module("triton.language")
+    for name, target in LIBDEVICE.items():
+        if isinstance(target, Core) and target.name in functions:
+            assert getattr(module, target.name) is getattr(core, target.name), name
+
+
+@pytest.mark.ascend
+def test_every_target_exists_in_triton_ascend():
+    module = _ascend_libdevice()
+    core = importlib.import_module("triton.language")
+    missing = [
+        name
+        for name, target in LIBDEVICE.items()
+        if (isinstance(target, Ascend) and not hasattr(module, target.name))
+        or (isinstance(target, Core) and not hasattr(core, target.name))
+    ]
+
+    assert missing == []
+
+
+#: Ascend-only functions that are not elementwise (indexing, flipping).
+_NOT_ELEMENTWISE = {
+    "flip",
+    "set_element",
+    "gather_out_to_ub",
+    "index_put",
+    "index_select_simd",
+}
+
+#: Argument dtype of the conversions and integer functions (fp32 otherwise).
+_ARGUMENT_TYPES = {
+    "umulhi": "*u32",
+    **{
+        f"{prefix}2{to}_rn": pointer
+        for prefix, pointer in (
+            ("int", "*i32"),
+            ("uint", "*u32"),
+            ("ll", "*i64"),
+            ("ull", "*u64"),
+        )
+        for to in ("float", "double")
+    },
+    "int_as_float": "*i32",
+    "uint_as_float": "*u32",
+}
+
+
+def _compiled_entries():
+    return sorted(
+        name
+        for name, target in LIBDEVICE.items()
+        if not isinstance(target, NoEquivalent) and name not in _NOT_ELEMENTWISE
+    )
+
+
+@pytest.mark.ascend
+def test_every_mapped_function_compiles_for_ascend(tmp_path):
+    """Level 2: a kernel calling each mapped libdevice function the way NineToothed does passes ttir and ttadapter."""
+
+    from ninetoothed_ascend.ascendify import PIPELINE
+    from ninetoothed_ascend.compile_check import StageError, compile_stages
+
+    failures = {}
+
+    for name in _compiled_entries():
+        arity = _arity(name)
+        parameters = ["x", "y", "z", "w"][:arity]
+        arguments = ", ".join(
+            f"triton.language.load({parameter}_pointer + offsets)"
+            for parameter in parameters
+        )
+        source = (
+            NINETOOTHED_IMPORTS
+            + f"""
+@triton.jit
+def kernel({"".join(f"{parameter}_pointer, " for parameter in parameters)}output_pointer):
+    offsets = triton.language.arange(0, 16)
+    triton.language.store(output_pointer + offsets, ninetoothed_libdevice.{name}({arguments}))
+"""
+        )
+        path = tmp_path / f"libdevice_{name}.py"
+        path.write_text(run_pipeline(source, PIPELINE).source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        pointer = _ARGUMENT_TYPES.get(name, "*fp32")
+        signature = {f"{parameter}_pointer": pointer for parameter in parameters}
+        signature["output_pointer"] = "*fp32"
+
+        try:
+            compile_stages(module.kernel, signature, {})
+        except StageError as error:
+            failures[name] = str(error)[:300]
+
+    assert failures == {}
+
+
+def _arity(name):
+    target = LIBDEVICE[name]
+
+    if isinstance(target, Composite):
+        return len(ast.parse(target.source).body[0].args.args)
+
+    module = (
+        _ascend_libdevice()
+        if isinstance(target, Ascend)
+        else importlib.import_module("triton.language")
+    )
+    parameters = inspect.signature(getattr(module, target.name)).parameters
+
+    return sum(
+        1
+        for parameter in parameters.values()
+        if parameter.name != "_builder" and parameter.default is inspect.Parameter.empty
+    )
