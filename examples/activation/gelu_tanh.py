@@ -62,8 +62,6 @@ KNOWN_FAILURES = {
     "cpu": "Triton's interpreter cannot run libdevice functions: libdevice.tanh "
     "returns None (TypeError: unsupported operand type(s) for +: 'int' and "
     "'NoneType')",
-    "compile_check": "[ttir] the generated kernel uses math without importing it: "
-    "NameError('math is not defined')",
 }
 
 
