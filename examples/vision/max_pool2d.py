@@ -1,0 +1,96 @@
+"""2-D max pooling (NCHW) with padding, as ``torch.nn.functional.max_pool2d``.
+
+The padded input is tiled into ``KERNEL_SIZE`` windows, one per output
+element; the windows are flattened into rows of a ``(N * C * P * Q, R * S)``
+matrix and each program reduces ``BLOCK_SIZE`` rows. Padding and the lanes
+that round ``R * S`` up to a power of two load as ``-inf``.
+"""
+
+import ninetoothed
+import ninetoothed.language as ntl
+import torch
+from ninetoothed import Tensor
+
+import ninetoothed_ascend
+
+#: Window, stride and padding (height, width); part of the arrangement.
+KERNEL_SIZE = (3, 3)
+STRIDE = (2, 2)
+PADDING = (1, 1)
+
+
+def arrangement(
+    input, output, BLOCK_SIZE=ninetoothed.block_size(lower_bound=32, upper_bound=128)
+):
+    input_arranged = input.pad(
+        ((0, 0), (0, 0), (PADDING[0], PADDING[0]), (PADDING[1], PADDING[1]))
+    )
+    input_arranged = input_arranged.tile(
+        (1, 1, *KERNEL_SIZE), strides=(-1, -1, *STRIDE), floor_mode=True
+    )
+    input_arranged = input_arranged.ravel()
+    input_arranged = input_arranged.flatten(end_dim=4).flatten(start_dim=1)
+    input_arranged = input_arranged.tile((BLOCK_SIZE, -1))
+
+    output_arranged = output.tile((1, 1, 1, 1))
+    output_arranged = output_arranged.ravel()
+    output_arranged = output_arranged.flatten(end_dim=4).flatten(start_dim=1)
+    output_arranged = output_arranged.tile((BLOCK_SIZE, -1))
+    output_arranged.dtype = output_arranged.dtype.squeeze(1)
+
+    return input_arranged, output_arranged
+
+
+def application(input, output):
+    output = ntl.max(input, axis=-1)  # noqa: F841
+
+
+tensors = (Tensor(4, other=float("-inf")), Tensor(4))
+
+kernel = ninetoothed_ascend.make(
+    arrangement, application, tensors, kernel_name="max_pool2d"
+)
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+CASES = (
+    {"batch": 2, "channels": 3, "height": 13, "width": 11},
+    {"batch": 1, "channels": 5, "height": 8, "width": 17},
+)
+
+
+def inputs(device, dtype=torch.float16, batch=2, channels=3, height=13, width=11):
+    generator = torch.Generator().manual_seed(0)
+
+    return (
+        torch.randn((batch, channels, height, width), generator=generator).to(
+            device, dtype
+        ),
+    )
+
+
+def _output_size(size, kernel_size, stride, padding):
+    return (size + 2 * padding - kernel_size) // stride + 1
+
+
+def launch(kernel, input):
+    batch, channels, height, width = input.shape
+    output = torch.empty(
+        (
+            batch,
+            channels,
+            _output_size(height, KERNEL_SIZE[0], STRIDE[0], PADDING[0]),
+            _output_size(width, KERNEL_SIZE[1], STRIDE[1], PADDING[1]),
+        ),
+        device=input.device,
+        dtype=input.dtype,
+    )
+    kernel(input, output)
+
+    return output
+
+
+def reference(input):
+    return torch.nn.functional.max_pool2d(
+        input, KERNEL_SIZE, stride=STRIDE, padding=PADDING
+    )
