@@ -36,13 +36,15 @@ def shared_example(name):
     return load_example(name)
 
 
-def example_cases(check, dtypes=None):
+def example_cases(check, dtypes=None, all_cases=True):
     """``pytest.param(name, dtype, case)`` for every example, each of its dtypes (or those of ``dtypes`` it has) and cases.
 
     :param check: ``str``, the kind of test (``"cpu"``, ``"emulation"``,
         ``"compile_check"``, ...). An example that cannot pass it yet says so
         in its ``KNOWN_FAILURES`` dict (``{check: reason}``); its cases are
         then marked strict ``xfail`` with that reason.
+    :param dtypes: ``tuple`` of ``torch.dtype`` or ``None`` (all of each example's).
+    :param all_cases: ``bool``; ``False`` takes each example's first case only.
     """
 
     def marks(module):
@@ -62,7 +64,7 @@ def example_cases(check, dtypes=None):
         for name in EXAMPLE_NAMES
         for dtype in examples.dtypes(shared_example(name))
         if dtypes is None or dtype in dtypes
-        for case in examples.cases(shared_example(name))
+        for case in examples.cases(shared_example(name))[: None if all_cases else 1]
     ]
 
 
