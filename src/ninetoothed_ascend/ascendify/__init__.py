@@ -23,6 +23,9 @@ from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
 from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
+from ninetoothed_ascend.ascendify.padded_lower_bounds import (
+    ScalarizePaddedTileLowerBounds,
+)
 
 #: The NPU pipeline.
 PIPELINE = (
@@ -30,6 +33,7 @@ PIPELINE = (
     FoldMathConstants,
     FoldTrueMask,
     ScalarizeTileLowerBounds,
+    ScalarizePaddedTileLowerBounds,
     FillMaskedLoads,
     LowerClamp,
     UseHf32InDot,
@@ -66,6 +70,7 @@ __all__ = [
     "RemapLibdevice",
     "RewriteError",
     "Rewritten",
+    "ScalarizePaddedTileLowerBounds",
     "ScalarizeTileLowerBounds",
     "UseHf32InDot",
     "ascendify",
