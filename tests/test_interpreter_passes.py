@@ -14,6 +14,7 @@ from ninetoothed_ascend.jit.interpreter import (
     FixAutotuneConfig,
     IndexLoopBounds,
     InterpretLanguageFunctions,
+    interpreted,
 )
 
 
@@ -49,8 +50,7 @@ def test_interpret_language_functions_only_for_jit_functions():
     )
 
     assert (
-        "ninetoothed_interpreted_max = triton.runtime.interpreter.InterpretedFunction(tl.max.fn)"
-        in source
+        "ninetoothed_interpreted_max = ninetoothed_ascend_interpreted(tl.max)" in source
     )
     assert (
         "ninetoothed_interpreted_max(x) + ninetoothed_interpreted_sum(x) + tl.exp(x)"
@@ -142,3 +142,24 @@ def test_index_loop_bounds_wraps_range_arguments_in_kernels_only():
 
     assert bound(Scalar()) == 7 and type(bound(Scalar())) is int
     assert bound(5) == 5
+
+
+def test_interpreted_copies_interpret_their_callees_and_leave_triton_alone():
+    import triton
+    import triton.language as tl
+
+    sort = interpreted(tl.sort)
+    callees = {
+        name: value
+        for name, value in sort.fn.__globals__.items()
+        if name in tl.standard.__dict__
+        and isinstance(tl.standard.__dict__[name], triton.runtime.JITFunction)
+    }
+
+    assert isinstance(sort, triton.runtime.interpreter.InterpretedFunction)
+    assert callees and all(
+        isinstance(value, triton.runtime.interpreter.InterpretedFunction)
+        for value in callees.values()
+    )
+    assert isinstance(tl.standard.sort_impl, triton.runtime.JITFunction)
+    assert interpreted(tl.sort) is sort

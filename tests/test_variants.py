@@ -23,7 +23,7 @@ def ninetoothed_reference_source(module):
                 kernel_name=module.kernel.kernel_name,
             )
         else:
-            handle = ninetoothed.jit(module.softmax)
+            handle = ninetoothed.jit(getattr(module, module.kernel.kernel_name))
 
     with open(handle._source, encoding="utf-8") as file:
         return file.read()

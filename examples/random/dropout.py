@@ -37,17 +37,11 @@ DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,), "p": 0.3}, {"shape": (3, 5, 67), "p": 0.5})
 
+
 #: ``tl.rand`` is a ``triton.jit`` function that calls other ones (``randint``,
 #: ``philox``); the CPU pipeline's InterpretLanguageFunctions interprets
 #: ``tl.rand`` itself but not what it calls (a bare kernel under
 #: TRITON_INTERPRET=1 runs ``tl.rand`` fine).
-KNOWN_FAILURES = {
-    "cpu": "the cpu variant interprets tl.rand but not the triton.jit functions "
-    "it calls: RuntimeError(\"Cannot call @triton.jit'd outside of the scope of a "
-    'kernel") at triton/language/random.py, rand: randint(seed, offset, n_rounds)'
-}
-
-
 def inputs(device, dtype=torch.float16, shape=(4099,), p=0.3, seed=1234):
     """The input tensor, ``p`` (``float``, the probability of dropping) and ``seed`` (``int``)."""
 

@@ -38,13 +38,6 @@ DTYPES = (torch.float16, torch.float32)
 #: (``InterpretLanguageFunctions``), so the nested call raises. Triton 3.9's
 #: interpreter itself runs ``tl.sort`` (with ``TRITON_INTERPRET=1`` set
 #: before Triton is imported, a one-row sort matches ``torch.sort``).
-KNOWN_FAILURES = {
-    "cpu": "CPU variant: tl.sort calls sort_impl, a triton.jit function that "
-    "InterpretLanguageFunctions does not interpret: InterpreterError("
-    "'RuntimeError(\"Cannot call @triton.jit'd outside of the scope of a "
-    "kernel\")')"
-}
-
 CASES = ({"rows": 7, "columns": 200}, {"rows": 33, "columns": 64})
 
 

@@ -2,9 +2,11 @@
 
 import ast
 import math
+import types
 
 import triton
 import triton.language
+import triton.runtime.interpreter
 
 from ninetoothed_ascend.ascendify.base import (
     Pass,
@@ -92,16 +94,17 @@ class InterpretKernels(Pass):
 class InterpretLanguageFunctions(Pass):
     """Call interpreted copies of the ``triton.language`` functions that are themselves kernels.
 
-    Constraint: ``tl.max``, ``tl.sum``, ``tl.softmax`` and the rest of
-    ``triton.language.standard`` are ``triton.jit`` functions, decorated when
-    Triton is imported; unless ``TRITON_INTERPRET=1`` was set before that,
-    calling one from an interpreted kernel raises "Cannot call @triton.jit'd
-    outside of the scope of a kernel". Setting the variable would turn every
-    kernel of the process, the CUDA variant's too, into an interpreted one.
+    Constraint: ``tl.max``, ``tl.sum``, ``tl.sort``, ``tl.rand`` and the rest
+    of ``triton.language.standard`` and ``triton.language.random`` are
+    ``triton.jit`` functions, decorated when Triton is imported; unless
+    ``TRITON_INTERPRET=1`` was set before that, calling one from an
+    interpreted kernel raises "Cannot call @triton.jit'd outside of the scope
+    of a kernel". Setting the variable would turn every kernel of the
+    process, the CUDA variant's too, into an interpreted one.
 
     Each ``tl.name(...)`` whose target is a ``triton.jit`` function in the
     installed Triton becomes ``ninetoothed_interpreted_name(...)``, bound once
-    at module level to ``InterpretedFunction(tl.name.fn)``.
+    at module level to ``interpreted(tl.name)`` (:func:`interpreted`).
     """
 
     def visit_Call(self, node):
@@ -130,16 +133,69 @@ class InterpretLanguageFunctions(Pass):
         return super().run(tree)
 
     def finish(self, tree):
+        if not self.interpreted:
+            return
+
         insert_after_imports(
             tree,
             [
+                # ``ninetoothed_ascend.jit`` is also the name of a function.
                 ast.parse(
-                    f"ninetoothed_interpreted_{name} = "
-                    f"triton.runtime.interpreter.InterpretedFunction(tl.{name}.fn)"
-                ).body[0]
-                for name in sorted(self.interpreted)
+                    "from ninetoothed_ascend.jit.interpreter import interpreted "
+                    "as ninetoothed_ascend_interpreted"
+                ).body[0],
+                *(
+                    ast.parse(
+                        f"ninetoothed_interpreted_{name} = "
+                        f"ninetoothed_ascend_interpreted(tl.{name})"
+                    ).body[0]
+                    for name in sorted(self.interpreted)
+                ),
             ],
         )
+
+
+_interpreted = {}
+
+
+def interpreted(jit_function):
+    """Return an interpreted copy of ``jit_function`` whose ``triton.jit`` callees are interpreted too.
+
+    Used by the CPU variant at import (see :class:`InterpretLanguageFunctions`).
+    ``tl.sort`` calls ``sort_impl``, ``tl.rand`` calls ``randint``, which
+    calls ``philox``: the copy runs in a copy of the function's globals in
+    which every ``triton.jit`` function is replaced by its interpreted copy,
+    so nothing of Triton's own modules changes.
+
+    :param jit_function: ``triton.runtime.JITFunction``.
+    :return: ``triton.runtime.interpreter.InterpretedFunction``.
+    """
+
+    copy = _interpreted.get(jit_function)
+
+    if copy is not None:
+        return copy
+
+    function = jit_function.fn
+    namespace = dict(function.__globals__)
+    clone = types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    clone.__kwdefaults__ = function.__kwdefaults__
+    clone.__wrapped__ = function  # ``inspect.getsource`` finds the original text
+    copy = _interpreted[jit_function] = triton.runtime.interpreter.InterpretedFunction(
+        clone
+    )
+
+    for name, value in function.__globals__.items():
+        if isinstance(value, triton.runtime.JITFunction):
+            namespace[name] = interpreted(value)
+
+    return copy
 
 
 class IndexLoopBounds(Pass):
