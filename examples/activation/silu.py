@@ -25,7 +25,6 @@ tensors = (Tensor(2), Tensor(2))
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="silu")
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 

@@ -38,7 +38,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="silu_and_mul"
 )
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (7, 2 * 300)}, {"shape": (2, 3, 2 * 67)})
 

@@ -24,7 +24,6 @@ tensors = (Tensor(2), Tensor(2))
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="cast")
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 

@@ -30,7 +30,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="math_exp"
 )
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 

@@ -47,10 +47,6 @@ tensors = (Tensor(3, other=0), Tensor(3, other=0), Tensor(3))
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="bmm")
 
-#: No bfloat16: Triton's interpreter (3.9) holds bfloat16 tensors as their
-#: uint16 bit patterns and ``create_dot`` multiplies those as integers
-#: (triton/runtime/interpreter.py), so the CPU variant returns garbage.
-DTYPES = (torch.float16, torch.float32)
 
 CASES = (
     {"batch": 3, "m": 70, "n": 65, "k": 50},

@@ -59,10 +59,6 @@ tensors = (
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="gemm")
 
-#: No bfloat16: Triton's interpreter (3.9) holds bfloat16 tensors as their
-#: uint16 bit patterns and ``create_dot`` multiplies those as integers
-#: (triton/runtime/interpreter.py), so the CPU variant returns garbage.
-DTYPES = (torch.float16, torch.float32)
 
 CASES = ({"m": 100, "n": 90, "k": 70}, {"m": 64, "n": 33, "k": 130})
 

@@ -54,10 +54,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="linear"
 )
 
-#: No bfloat16: Triton's interpreter (3.9) holds bfloat16 tensors as their
-#: uint16 bit patterns and ``create_dot`` multiplies those as integers
-#: (triton/runtime/interpreter.py), so the CPU variant returns garbage.
-DTYPES = (torch.float16, torch.float32)
 
 CASES = (
     {"batch": 100, "in_features": 70, "out_features": 90},

@@ -26,7 +26,6 @@ tensors = (Tensor(3), Tensor(3))
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="cat")
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = (
     {"shapes": ((37, 100), (20, 100)), "dim": 0},

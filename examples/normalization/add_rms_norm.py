@@ -66,7 +66,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="add_rms_norm"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = ({"rows": 13, "columns": 1000}, {"rows": 5, "columns": 4096 + 17})
 

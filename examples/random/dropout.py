@@ -33,7 +33,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="dropout"
 )
 
-DTYPES = (torch.float16, torch.float32, torch.bfloat16)
 
 CASES = ({"shape": (4099,), "p": 0.3}, {"shape": (3, 5, 67), "p": 0.5})
 

@@ -35,7 +35,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="causal_softmax"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = (
     {"heads": 1, "seq_q": 19, "seq_k": 19},

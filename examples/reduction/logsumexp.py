@@ -46,7 +46,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="logsumexp"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = ({"rows": 5, "columns": 781}, {"rows": 3, "columns": 1500})
 

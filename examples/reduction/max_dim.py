@@ -45,7 +45,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="max_dim"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = (
     {"batch": 3, "reduced": 100, "features": 70},

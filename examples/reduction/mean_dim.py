@@ -44,7 +44,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="mean_dim"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = ({"rows": 100, "columns": 70}, {"rows": 257, "columns": 33})
 

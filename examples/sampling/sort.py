@@ -27,17 +27,7 @@ tensors = (Tensor(2, other=float("inf")), Tensor(2))
 
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="sort")
 
-#: No bfloat16: Triton 3.9's interpreter computes wrong bfloat16 results
-#: (a kernel adding 1 to 16 bf16 values is off by up to 2.4e38 under
-#: ``TRITON_INTERPRET=1``), so the CPU variant cannot be checked in it.
-DTYPES = (torch.float16, torch.float32)
 
-#: ``tl.sort`` is a ``triton.jit`` function that calls other ``triton.jit``
-#: functions of ``triton.language.standard`` (``sort_impl``, ...). The CPU
-#: variant interprets only the function the kernel calls
-#: (``InterpretLanguageFunctions``), so the nested call raises. Triton 3.9's
-#: interpreter itself runs ``tl.sort`` (with ``TRITON_INTERPRET=1`` set
-#: before Triton is imported, a one-row sort matches ``torch.sort``).
 CASES = ({"rows": 7, "columns": 200}, {"rows": 33, "columns": 64})
 
 

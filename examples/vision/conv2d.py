@@ -86,10 +86,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="conv2d"
 )
 
-#: No bfloat16: Triton's interpreter (3.9) holds bfloat16 tensors as their
-#: uint16 bit patterns and ``create_dot`` multiplies those as integers
-#: (triton/runtime/interpreter.py), so the CPU variant returns garbage.
-DTYPES = (torch.float16, torch.float32)
 
 CASES = (
     {"batch": 2, "channels": 3, "height": 13, "width": 11, "filters": 20, "kernel": 3},

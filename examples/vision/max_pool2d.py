@@ -51,7 +51,6 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="max_pool2d"
 )
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 CASES = (
     {"batch": 2, "channels": 3, "height": 13, "width": 11},

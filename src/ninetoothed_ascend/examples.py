@@ -48,7 +48,7 @@ TOLERANCES = {
 
 
 #: Input dtypes of an example that does not define ``DTYPES``.
-DTYPES = (torch.float16, torch.float32)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def find_modules(paths):

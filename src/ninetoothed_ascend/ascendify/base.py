@@ -90,6 +90,54 @@ class MaskPass(Pass):
         raise NotImplementedError
 
 
+class LoadWrapperPass(Pass):
+    """A pass that wraps every ``triton.language.load(...)`` in ``triton.jit`` functions with a call.
+
+    Subclasses set :attr:`WRAPPER`, the name of a ``triton.jit`` function,
+    and :attr:`WRAPPER_SOURCE`, its definition, added at module level when
+    a load was wrapped; they may visit more inside kernels, where
+    :attr:`in_kernel` is true.
+    """
+
+    WRAPPER = None
+    WRAPPER_SOURCE = None
+
+    def run(self, tree):
+        self.in_kernel = False
+        self._wrapped = False
+
+        return super().run(tree)
+
+    def visit_FunctionDef(self, node):
+        if not any(
+            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
+        ):
+            return node
+
+        self.in_kernel = True
+        self.generic_visit(node)
+        self.in_kernel = False
+
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if self.in_kernel and self.is_call_to(node, "triton.language.load"):
+            self._wrapped = True
+            self.rewrote()
+
+            return ast.copy_location(
+                ast.Call(ast.Name(self.WRAPPER, ast.Load()), [node], []), node
+            )
+
+        return node
+
+    def finish(self, tree):
+        if self._wrapped:
+            insert_after_imports(tree, ast.parse(self.WRAPPER_SOURCE).body)
+
+
 def resolve(node, aliases):
     """Return the dotted name ``node`` refers to, given :func:`import_aliases`, or ``None``."""
 

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports
+from ninetoothed_ascend.ascendify.base import LoadWrapperPass
 
 #: The module-level ``triton.jit`` function that demotes a loaded fp64 block.
 DEMOTE = "ninetoothed_ascend_float32_if_float64"
@@ -17,7 +17,7 @@ def {DEMOTE}(x):
 """
 
 
-class LowerFloat64(Pass):
+class LowerFloat64(LoadWrapperPass):
     """Turn fp64 arithmetic in kernels into fp32; fp64 stays only in memory.
 
     Constraint: Ascend's vector units have no fp64 arithmetic, and
@@ -50,25 +50,11 @@ class LowerFloat64(Pass):
     about 1e-38 to 3e38), not fp64-accurate.
     """
 
-    def run(self, tree):
-        self._in_kernel = False
-
-        return super().run(tree)
-
-    def visit_FunctionDef(self, node):
-        if not any(
-            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
-        ):
-            return node
-
-        self._in_kernel = True
-        self.generic_visit(node)
-        self._in_kernel = False
-
-        return node
+    WRAPPER = DEMOTE
+    WRAPPER_SOURCE = _DEMOTE_SOURCE
 
     def visit_Attribute(self, node):
-        if self._in_kernel and self.resolve(node) == "triton.language.float64":
+        if self.in_kernel and self.resolve(node) == "triton.language.float64":
             self.rewrote()
 
             return ast.copy_location(
@@ -78,20 +64,3 @@ class LowerFloat64(Pass):
         self.generic_visit(node)
 
         return node
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        if self._in_kernel and self.is_call_to(node, "triton.language.load"):
-            self._demoted = True
-            self.rewrote()
-
-            return ast.copy_location(
-                ast.Call(ast.Name(DEMOTE, ast.Load()), [node], []), node
-            )
-
-        return node
-
-    def finish(self, tree):
-        if getattr(self, "_demoted", False):
-            insert_after_imports(tree, ast.parse(_DEMOTE_SOURCE).body)

@@ -9,6 +9,7 @@ import triton.language
 import triton.runtime.interpreter
 
 from ninetoothed_ascend.ascendify.base import (
+    LoadWrapperPass,
     Pass,
     RewriteError,
     autotune_assignments,
@@ -198,6 +199,32 @@ def interpreted(jit_function):
     return copy
 
 
+class WidenBfloat16Loads(LoadWrapperPass):
+    """Compute on bf16 blocks in fp32.
+
+    Constraint: Triton's interpreter (3.6, 3.9) holds bf16 blocks as their
+    raw 16-bit patterns in NumPy ``uint16`` arrays, and its arithmetic and
+    ``dot`` work on those integers: a bf16 ``x + 1`` is off by up to 2e38
+    (measured here on the add example). Its casts convert properly.
+
+    Every ``triton.language.load(...)`` in a kernel becomes
+    ``ninetoothed_float32_if_bfloat16(load(...))``: bf16 blocks become fp32
+    (exactly), others are left alone; the store converts back to the
+    tensor's dtype. Results are the fp32 computation rounded to bf16 once,
+    which is at least as accurate as bf16 arithmetic.
+    """
+
+    WRAPPER = "ninetoothed_float32_if_bfloat16"
+    WRAPPER_SOURCE = f"""
+@triton.jit
+def {WRAPPER}(x):
+    if x.dtype == triton.language.bfloat16:
+        return x.to(triton.language.float32)
+    else:
+        return x
+"""
+
+
 class IndexLoopBounds(Pass):
     """Turn the bounds of ``range`` loops in kernels into Python integers before ``range`` sees them.
 
@@ -295,6 +322,7 @@ class FixAutotuneConfig(Pass):
 #: The CPU pipeline.
 PIPELINE = (
     ImportStandardModules,
+    WidenBfloat16Loads,
     IndexLoopBounds,
     BindLanguageModule,
     InterpretKernels,
