@@ -2,10 +2,15 @@
 
 ``output = softmax(query @ key^T * scale + mask) @ value`` for ``query`` of
 shape ``[batch, heads, seq_q, head_dim]`` and ``key``, ``value`` of shape
-``[batch, heads, seq_k, head_dim]``. Each program owns ``BLOCK_SIZE_M`` query
-rows of one head and walks over the keys in blocks of ``BLOCK_SIZE_N``,
-keeping a running maximum and sum per row (base-2 exponentials, as
-InfiniTensor/ntops's ``scaled_dot_product_attention`` does).
+``[batch, kv_heads, seq_k, head_dim]``, where ``heads`` is a multiple of
+``kv_heads`` (grouped-query attention: query head ``h`` reads KV head
+``h // (heads // kv_heads)``; ``kv_heads == heads`` is multi-head attention).
+The launcher views the query as ``[batch, kv_heads, group, seq_q, head_dim]``
+and the keys and values as ``[batch, kv_heads, 1, seq_k, head_dim]``, which
+the arrangement broadcasts over the group without copying. Each program owns
+``BLOCK_SIZE_M`` query rows of one head and walks over the keys in blocks of
+``BLOCK_SIZE_N``, keeping a running maximum and sum per row (base-2
+exponentials, as InfiniTensor/ntops's ``scaled_dot_product_attention`` does).
 
 Masking, with query row ``i`` at position ``i + seq_k - seq_q`` (queries are
 the last ``seq_q`` positions, the lower-right alignment of KV-cached prefill):
@@ -36,19 +41,19 @@ def arrangement(
     BLOCK_SIZE_N=ninetoothed.block_size(lower_bound=32, upper_bound=32),
 ):
     def arrange_query_or_output(input):
-        arranged = input.tile((1, 1, BLOCK_SIZE_M, -1))
-        arranged.dtype = arranged.dtype.squeeze((0, 1))
+        arranged = input.tile((1, 1, 1, BLOCK_SIZE_M, -1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2))
 
         return arranged
 
     def arrange_key_or_value(input):
         arranged = (
-            input.tile((1, 1, BLOCK_SIZE_N, -1))
-            .tile((1, 1, -1, -1))
-            .expand((-1, -1, query_arranged.shape[-2], -1))
+            input.tile((1, 1, 1, BLOCK_SIZE_N, -1))
+            .tile((1, 1, 1, -1, -1))
+            .expand((-1, -1, query_arranged.shape[2], query_arranged.shape[3], -1))
         )
-        arranged.dtype = arranged.dtype.squeeze((0, 1, 3))
-        arranged.dtype.dtype = arranged.dtype.dtype.squeeze((0, 1))
+        arranged.dtype = arranged.dtype.squeeze((0, 1, 2, 4))
+        arranged.dtype.dtype = arranged.dtype.dtype.squeeze((0, 1, 2))
 
         return arranged
 
@@ -103,10 +108,11 @@ def application(query, key, value, scale, window, is_causal, output):
 
 
 def _head_tensor():
-    # The head dimension is a constexpr: it is tiled whole and fed to ``tl.dot``.
+    # ``[batch, kv_heads, group, seq, head_dim]``. The head dimension is a
+    # constexpr: it is tiled whole and fed to ``tl.dot``.
     return Tensor(
-        4,
-        shape_options=(None, None, None, {"constexpr": True, "upper_bound": 64}),
+        5,
+        shape_options=(None, None, None, None, {"constexpr": True, "upper_bound": 64}),
         other=0,
     )
 
@@ -129,10 +135,10 @@ kernel = ninetoothed_ascend.make(
 TOLERANCES = {torch.float32: (5e-3, 5e-3)}
 
 CASES = (
-    {"is_causal": False, "window": 0},
+    {"kv_heads": 2, "is_causal": False, "window": 0},
     {"is_causal": True, "window": 0},
     {"is_causal": True, "window": 20},
-    {"seq_q": 40, "seq_k": 72, "is_causal": True, "window": 0},
+    {"seq_q": 40, "seq_k": 72, "heads": 4, "is_causal": True, "window": 0},
 )
 
 
@@ -141,6 +147,7 @@ def inputs(
     dtype=torch.float16,
     batch=1,
     heads=2,
+    kv_heads=1,
     seq_q=64,
     seq_k=None,
     head_dim=32,
@@ -152,18 +159,32 @@ def inputs(
     generator = torch.Generator().manual_seed(0)
     seq_k = seq_q if seq_k is None else seq_k
 
-    def randn(seq):
-        return torch.randn((batch, heads, seq, head_dim), generator=generator).to(
-            device, dtype
-        )
+    def randn(*shape):
+        return torch.randn(shape, generator=generator).to(device, dtype)
 
-    return randn(seq_q), randn(seq_k), randn(seq_k), is_causal, window
+    return (
+        randn(batch, heads, seq_q, head_dim),
+        randn(batch, kv_heads, seq_k, head_dim),
+        randn(batch, kv_heads, seq_k, head_dim),
+        is_causal,
+        window,
+    )
 
 
 def launch(kernel, query, key, value, is_causal=False, window=0):
+    batch, heads, seq_q, head_dim = query.shape
+    kv_heads = key.shape[1]
+    grouped = (batch, kv_heads, heads // kv_heads, seq_q, head_dim)
     output = torch.empty_like(query)
-    scale = query.shape[-1] ** -0.5
-    kernel(query, key, value, scale, window, is_causal, output)
+    kernel(
+        query.view(grouped),
+        key.unsqueeze(2),
+        value.unsqueeze(2),
+        head_dim**-0.5,
+        window,
+        is_causal,
+        output.view(grouped),
+    )
 
     return output
 
@@ -186,8 +207,12 @@ def mask(seq_q, seq_k, is_causal, window, device=None):
 
 def reference(query, key, value, is_causal=False, window=0):
     attn_mask = mask(query.shape[-2], key.shape[-2], is_causal, window, query.device)
+    group = query.shape[1] // key.shape[1]
+    key, value = (
+        tensor.repeat_interleave(group, dim=1).float() for tensor in (key, value)
+    )
     output = torch.nn.functional.scaled_dot_product_attention(
-        query.float(), key.float(), value.float(), attn_mask=attn_mask
+        query.float(), key, value, attn_mask=attn_mask
     )
 
     return output.to(query.dtype)
