@@ -66,6 +66,8 @@ _PORTABLE_LIBDEVICE = "ninetoothed_portable_libdevice"
 
 _NUMPY_RUNTIME = "ninetoothed_numpy_elementwise"
 
+_NUMPY_RUNTIME_FLIP = "ninetoothed_numpy_flip"
+
 
 def emulation_requested():
     """Whether ``$NINETOOTHED_ASCEND_EMULATE_NPU`` asks for emulation (``1``, ``true``, ``yes``, ``on``)."""
@@ -340,10 +342,33 @@ def numpy_elementwise(name, *args):
     return output if boolean else output.to(like.dtype)
 
 
+def numpy_flip(input, dim=-1):
+    """Reverse an interpreter tensor along ``dim``, as triton-ascend's ``libdevice.flip(input, dim)`` does.
+
+    :param input: interpreter ``triton.language.tensor`` of any shape.
+    :param dim: ``int`` (or ``constexpr``), the dimension; negative counts from the last.
+    :return: ``triton.language.tensor`` of the same shape and dtype.
+    """
+
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    dim = getattr(dim, "value", dim)
+    data = np.ascontiguousarray(
+        np.flip(input.handle.data, axis=-1 if dim is None else dim)
+    )
+
+    return tl.tensor(TensorHandle(data, input.handle.dtype), input.type)
+
+
 def _is_ascend_libdevice(name):
     return name is not None and any(
         name.startswith(f"{module}.libdevice.") for module in ASCEND_LIBDEVICE_MODULES
     )
+
+
+def _is_libdevice_module(name):
+    return name in {f"{module}.libdevice" for module in ASCEND_LIBDEVICE_MODULES}
 
 
 def _is_ascend_only(name):
@@ -389,9 +414,7 @@ class _EmulateLibdevice(Pass):
         self.rewrote()
 
         if function_name == "flip":
-            return ast.copy_location(
-                ast.Call(_attribute("triton.language.flip"), node.args, []), node
-            )
+            return ast.copy_location(self.flip(node.args), node)
 
         function = LIBDEVICE[function_name]
 
@@ -432,7 +455,7 @@ class _EmulateLibdevice(Pass):
         return node
 
     def visit_Import(self, node):
-        kept = [alias for alias in node.names if not _is_ascend_only(alias.name)]
+        kept = [alias for alias in node.names if not _is_libdevice_module(alias.name)]
 
         if len(kept) != len(node.names):
             self.rewrote()
@@ -445,7 +468,10 @@ class _EmulateLibdevice(Pass):
         return node
 
     def visit_ImportFrom(self, node):
-        if _is_ascend_only(node.module):
+        if _is_libdevice_module(node.module) or (
+            node.module in ASCEND_LIBDEVICE_MODULES
+            and [alias.name for alias in node.names] == ["libdevice"]
+        ):
             self.rewrote()
             return None
 
@@ -455,7 +481,7 @@ class _EmulateLibdevice(Pass):
         # RemapLibdevice's detecting import: try cann, except try ascend,
         # except raise. Without its imports, nothing of it is left to run.
         imports_ascend = any(
-            isinstance(item, ast.ImportFrom) and _is_ascend_only(item.module)
+            isinstance(item, ast.ImportFrom) and item.module in ASCEND_LIBDEVICE_MODULES
             for item in ast.walk(node)
         )
         self.generic_visit(node)
@@ -471,6 +497,9 @@ class _EmulateLibdevice(Pass):
 
         if self.used:
             insert_after_imports(tree, self.helpers())
+
+    def flip(self, arguments):
+        return ast.Call(_attribute("triton.language.flip"), arguments, [])
 
     def helpers(self):
         raise NotImplementedError
@@ -572,8 +601,24 @@ class EmulateLibdeviceOnCpu(_EmulateLibdevice):
     fp64 on the interpreter's arrays (:func:`numpy_elementwise`).
     """
 
+    def flip(self, arguments):
+        # ``triton.language.flip`` calls further ``triton.jit`` functions
+        # (``xor_sum``), which an interpreted copy cannot call.
+        self.used["flip"] = None
+
+        return ast.Call(ast.Name(f"{_NUMPY_RUNTIME_FLIP}", ast.Load()), arguments, [])
+
     def helpers(self):
         statements = []
+
+        if "flip" in self.used:
+            self.used.pop("flip")
+            statements.append(
+                ast.parse(
+                    "from ninetoothed_ascend.jit.emulation import "
+                    f"numpy_flip as {_NUMPY_RUNTIME_FLIP}"
+                ).body[0]
+            )
 
         if any(function.cpu is None for function in self.used.values()):
             statements.append(
