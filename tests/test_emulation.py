@@ -108,11 +108,43 @@ def test_cpu_mapping_calls_core_triton_or_numpy(name):
     source, _ = rewrite(emulation.EmulateLibdeviceOnCpu, npu_call(name))
     function = emulation.LIBDEVICE[name]
 
-    assert "extra.ascend" not in source and "libdevice" not in source
+    assert "extra.ascend" not in source and "extra.cann" not in source
+    assert "ld." not in source
     if function.cpu is None:
         assert f"ninetoothed_numpy_elementwise({name!r}" in source
     else:
         assert "@triton.jit" in source
+
+
+CUDA_CALL = """
+import triton
+from triton.language.extra import libdevice
+
+@triton.jit
+def kernel(x, y):
+    return libdevice.{name}(x)
+"""
+
+
+def test_cpu_variant_maps_cuda_libdevice_functions_of_the_same_meaning():
+    source, count = rewrite(
+        interpreter.InterpretLibdevice, CUDA_CALL.format(name="tanh")
+    )
+
+    assert count == 2  # the call and the import
+    assert "from triton.language.extra import libdevice" not in source
+    assert "return ninetoothed_emulated_tanh(x)" in source
+    assert "numpy_elementwise('tanh', a0)" in source
+
+
+@pytest.mark.parametrize("name", ["fast_expf", "isinf", "ilogb"])
+def test_cpu_variant_refuses_cuda_libdevice_functions_it_cannot_compute(name):
+    with pytest.raises(
+        PipelineError,
+        match=f"pass InterpretLibdevice: `triton.language.extra.libdevice.{name}` "
+        "is not a function of CUDA Triton's libdevice that ninetoothed-ascend can run on cpu",
+    ):
+        run_pipeline(CUDA_CALL.format(name=name), interpreter.PIPELINE)
 
 
 @pytest.mark.parametrize("name", INTRINSICS)

@@ -3,7 +3,9 @@
 NineToothed kernels reach libdevice through ``ninetoothed.language.libdevice``
 (CUDA Triton's ``triton.language.extra.libdevice``); the NPU variant imports
 triton-ascend's instead (``RemapLibdevice``), and its emulation maps that
-back to portable functions of the same meaning.
+back to portable functions of the same meaning. On the CPU, both the CPU
+variant and the emulated NPU variant compute them with core
+``triton.language`` and NumPy (Triton's interpreter runs no libdevice).
 """
 
 import ninetoothed
@@ -37,12 +39,6 @@ kernel = ninetoothed_ascend.make(
 
 #: CUDA's libdevice has fp32 and fp64 functions only.
 DTYPES = (torch.float32,)
-
-KNOWN_FAILURES = {
-    "cpu": "the CPU variant is NineToothed's source for Triton's interpreter, "
-    "which runs no libdevice function (extern_elementwise is not supported "
-    "in interpreter mode); only the emulated NPU variant maps them",
-}
 
 
 def inputs(device, dtype=torch.float32):

@@ -13,6 +13,43 @@ from ninetoothed_ascend.ascendify.base import (
     autotune_block_sizes,
     insert_after_imports,
 )
+from ninetoothed_ascend.jit.libdevice import MapLibdevice
+
+
+class InterpretLibdevice(MapLibdevice):
+    """Compute CUDA Triton's libdevice functions with core ``triton.language`` and NumPy.
+
+    Constraint: Triton's interpreter runs no libdevice function: each is an
+    ``extern_elementwise``, which ``interpreter_builder`` refuses with
+    "extern_elementwise not supported in interpreter mode" (Triton 3.9,
+    triton/runtime/interpreter.py), and ``_patch_lang`` patches
+    ``triton.language`` and ``triton.language.math`` only. NineToothed
+    kernels reach libdevice through ``ninetoothed.language.libdevice``, that
+    is ``triton.language.extra.libdevice``.
+
+    Each call ``libdevice.NAME(...)`` becomes ``ninetoothed_emulated_NAME(...)``,
+    a module-level helper with the same meaning
+    (:data:`~ninetoothed_ascend.jit.libdevice.LIBDEVICE`), for the functions
+    whose CUDA meaning and result dtype equal the table's
+    (:data:`CUDA_LIBDEVICE_FUNCTIONS`); any other libdevice call fails the
+    CPU variant with an error naming the function.
+    """
+
+    MODULES = ("triton.language.extra", "triton.language.extra.cuda")
+    DEVICE_TYPE = "cpu"
+    DESCRIPTION = "CUDA Triton's libdevice"
+    FUNCTIONS = frozenset(
+        "abs acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh "
+        "cyl_bessel_i0 div_rn div_rz erf erfinv exp exp2 expm1 floor fma fmod "
+        "hypot ldexp lgamma log log10 log1p log2 nearbyint nextafter pow round "
+        "rsqrt sin sinh sqrt sqrt_rn tan tanh trunc".split()
+    )
+
+
+#: CUDA libdevice functions the CPU variant computes; CUDA's ``ilogb``,
+#: ``isinf``, ``isnan`` and ``signbit`` return ``int32`` where the table
+#: (triton-ascend's) returns floats and booleans, so they are not among them.
+CUDA_LIBDEVICE_FUNCTIONS = InterpretLibdevice.FUNCTIONS
 
 
 class BindLanguageModule(Pass):
@@ -237,6 +274,7 @@ class FixAutotuneConfig(Pass):
 
 #: The CPU pipeline.
 PIPELINE = (
+    InterpretLibdevice,
     IndexLoopBounds,
     BindLanguageModule,
     InterpretKernels,
