@@ -554,3 +554,43 @@ def test_without_boolean_mask_data_the_interpreter_refuses_the_npu_mask():
     assert (
         interpreter.PIPELINE == emulation.PIPELINES["cpu"][-len(interpreter.PIPELINE) :]
     )
+
+
+DOT_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)[:, None]
+    columns = tl.arange(0, BLOCK)[None, :]
+    a = tl.load(a_ptr + rows * BLOCK + columns)
+    b = tl.load(b_ptr + rows * BLOCK + columns)
+    tl.store(c_ptr + rows * BLOCK + columns, tl.dot(a, b, input_precision="hf32"))
+"""
+
+
+def test_hf32_dot_runs_emulated_on_the_cpu_and_matches_torch():
+    module = _import(emulation.emulate(DOT_KERNEL, "cpu").source, "hf32_cpu")
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(16, 16, generator=generator) for _ in range(2))
+    c = torch.empty(16, 16)
+
+    module.kernel[(1,)](a, b, c, BLOCK=16)
+
+    torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_hf32_dot_emulated_on_cuda_passes_cuda_tritons_frontend_as_tf32():
+    source = emulation.emulate(DOT_KERNEL, "cuda").source
+
+    assert "input_precision='tf32'" in source
+    assert "tt.dot" in _cuda_make_ir(source, "hf32", "*fp32")
+
+
+def test_without_the_hf32_mapping_cuda_tritons_frontend_refuses_hf32():
+    """Why EmulateHf32OnCuda exists: CUDA Triton 3.9 knows no hf32."""
+
+    with pytest.raises(Exception, match="input_precision must be one of .* Got hf32"):
+        _cuda_make_ir(DOT_KERNEL, "hf32_raw", "*fp32")
