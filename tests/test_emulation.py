@@ -594,3 +594,71 @@ def test_without_the_hf32_mapping_cuda_tritons_frontend_refuses_hf32():
 
     with pytest.raises(Exception, match="input_precision must be one of .* Got hf32"):
         _cuda_make_ir(DOT_KERNEL, "hf32_raw", "*fp32")
+
+
+def _cuda_make_ir_for_signature(kernel, signature, constants):
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource, make_backend
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    options = backend.parse_options({})
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+
+    return str(
+        ASTSource(
+            kernel, signature | dict.fromkeys(constants, "constexpr"), constants
+        ).make_ir(
+            target,
+            options,
+            backend.get_codegen_implementation(options),
+            backend.get_module_map(),
+            context,
+        )
+    )
+
+
+@pytest.mark.parametrize(("name", "dtype", "case"), example_cases("emulation"))
+def test_emulated_cuda_variant_of_every_example_passes_cuda_tritons_frontend(
+    name, dtype, case
+):
+    """Without a GPU: the module ``handle.emulated("cuda")`` imports, and its kernel, called as the example calls it, passes CUDA Triton's frontend for sm_90 with each autotune config."""
+
+    import sys
+
+    from ninetoothed_ascend import compile_check
+    from ninetoothed_ascend.ascendify.base import (
+        autotune_assignments,
+        autotune_block_sizes,
+    )
+
+    module = shared_example(name)
+    handle = module.kernel
+    emulated = sys.modules[handle.emulated("cuda").__module__]
+    kernel = getattr(emulated, handle.kernel_name)
+    call = compile_check._record_kernel_call(
+        emulated, handle, module.launch, module.inputs("cpu", dtype, **case), "cuda"
+    )
+    configs = [
+        sizes
+        for statement in autotune_assignments(ast.parse(handle.source("cuda")))
+        for sizes in autotune_block_sizes(statement)
+    ] or [{}]
+
+    for config in configs:
+        named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
+        constants = {
+            param.name: named[param.name]
+            for param in kernel.params
+            if param.is_constexpr
+        }
+        signature = {
+            argument: compile_check._triton_type(named[argument])
+            for argument in kernel.arg_names
+            if argument not in constants
+        }
+
+        assert "tt.func" in _cuda_make_ir_for_signature(kernel, signature, constants)
