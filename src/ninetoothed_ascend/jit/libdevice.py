@@ -35,7 +35,7 @@ _NUMPY_RUNTIME_FLIP = "ninetoothed_numpy_flip"
 
 @dataclasses.dataclass(frozen=True)
 class LibdeviceFunction:
-    """How one function of triton-ascend's libdevice is emulated.
+    """How one libdevice function is computed where triton-ascend's libdevice does not exist.
 
     :param arity: ``int``, the number of arguments.
     :param cuda: ``str``, the helper's body on a CUDA GPU: an expression over
@@ -72,8 +72,9 @@ def _core(expression, arity=1, **kwargs):
 #: The 56 functions of triton-ascend 3.2.0's libdevice module (its own 40
 #: and the 16 ``triton.language.math`` functions that
 #: ``triton/triton_patch/testing.py`` attaches to it), by name.
-#: ``None``: an Ascend data-movement intrinsic without a portable meaning;
-#: emulation refuses a kernel that calls one.
+#: ``None``: an Ascend data-movement intrinsic without a portable meaning,
+#: which no helper stands for (a kernel that calls one cannot be emulated),
+#: or ``flip``, rewritten inline.
 LIBDEVICE = {
     "abs": _core("tl.abs(a0)", upcast=False),
     "acos": _libdevice("acos"),
@@ -99,7 +100,7 @@ LIBDEVICE = {
     "exp2": _core("tl.math.exp2(x0)"),
     "expm1": _libdevice("expm1"),
     "fdiv": _core("tl.math.fdiv(x0, x1)", 2),
-    "flip": None,  # rewritten inline into ``triton.language.flip``
+    "flip": None,  # inline: ``triton.language.flip`` on CUDA, :func:`numpy_flip` on the CPU
     "floor": _core("tl.math.floor(x0)"),
     "fma": _core("tl.math.fma(x0, x1, x2)", 3),
     "fmod": _core("x0 % x1", 2),
