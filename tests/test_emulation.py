@@ -426,7 +426,7 @@ def _restore_triton_language():
 
 @pytest.fixture
 def pristine_triton_language():
-    """Undo what interpreted kernels of earlier tests left patched (see the strict xfail below)."""
+    """Start and end from ``triton.language`` as imported, whatever interpreted kernels did."""
 
     _restore_triton_language()
     yield
@@ -704,17 +704,11 @@ def test_emulated_cuda_variant_of_every_example_passes_cuda_tritons_frontend(
         assert "tt.func" in _cuda_make_ir_for_signature(kernel, signature, constants)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the CPU pipeline's interpreted copies of triton.language functions "
-    "(InterpretLanguageFunctions: InterpretedFunction(tl.max.fn)) are patched by "
-    "Triton 3.9's InterpretedFunction.__call__ with _patch_lang, which patches "
-    "triton.language.core (in standard.py's globals) and never restores it; "
-    "afterwards no kernel compiles in the process",
-)
 def test_running_a_cpu_variant_leaves_triton_usable_for_compilation(
     pristine_triton_language,
 ):
+    """Why InterpretLanguageFunctions restores ``triton.language.core``: without it, Triton 3.9 leaves 64 builtins patched."""
+
     module = shared_example("softmax")
     source = DOT_KERNEL.replace('"hf32"', '"tf32"')
     assert "tt.dot" in _cuda_make_ir(source, "before_interpreting", "*fp32")
@@ -722,3 +716,20 @@ def test_running_a_cpu_variant_leaves_triton_usable_for_compilation(
     examples.compare(module, module.kernel.variant("cpu"), "cpu", torch.float32)
 
     assert "tt.dot" in _cuda_make_ir(source, "after_interpreting", "*fp32")
+
+
+def test_without_restoring_language_core_interpreting_breaks_compilation(
+    monkeypatch, pristine_triton_language
+):
+    monkeypatch.setattr(
+        interpreter,
+        "_RESTORING_LANGUAGE_CORE",
+        "def ninetoothed_restoring_language_core(function):\n    return function\n",
+    )
+    module = load_example("softmax")
+    source = DOT_KERNEL.replace('"hf32"', '"tf32"')
+
+    examples.compare(module, module.kernel.variant("cpu"), "cpu", torch.float32)
+
+    with pytest.raises(Exception, match="has no attribute 'dtype'"):
+        _cuda_make_ir(source, "unrestored", "*fp32")

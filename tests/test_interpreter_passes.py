@@ -49,8 +49,8 @@ def test_interpret_language_functions_only_for_jit_functions():
     )
 
     assert (
-        "ninetoothed_interpreted_max = triton.runtime.interpreter.InterpretedFunction(tl.max.fn)"
-        in source
+        "ninetoothed_interpreted_max = ninetoothed_restoring_language_core("
+        "triton.runtime.interpreter.InterpretedFunction(tl.max.fn))" in source
     )
     assert (
         "ninetoothed_interpreted_max(x) + ninetoothed_interpreted_sum(x) + tl.exp(x)"

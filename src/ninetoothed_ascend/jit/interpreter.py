@@ -138,6 +138,16 @@ class InterpretLanguageFunctions(Pass):
     Each ``tl.name(...)`` whose target is a ``triton.jit`` function in the
     installed Triton becomes ``ninetoothed_interpreted_name(...)``, bound once
     at module level to ``InterpretedFunction(tl.name.fn)``.
+
+    Constraint: calling an ``InterpretedFunction`` patches the
+    ``triton.language`` modules in its function's globals for the
+    interpreter and never restores them (``InterpretedFunction.__call__``,
+    Triton 3.9); for ``triton.language.standard``'s functions that is
+    ``triton.language.core``, whose 64 builtins then stay patched, and no
+    kernel compiles in the process afterwards (measured here,
+    ``tests/test_emulation.py::test_running_a_cpu_variant_leaves_triton_usable_for_compilation``).
+    So each copy is wrapped to put ``triton.language.core`` back as it found
+    it when it returns.
     """
 
     def visit_Call(self, node):
@@ -166,16 +176,39 @@ class InterpretLanguageFunctions(Pass):
         return super().run(tree)
 
     def finish(self, tree):
+        if not self.interpreted:
+            return
+
         insert_after_imports(
             tree,
             [
-                ast.parse(
-                    f"ninetoothed_interpreted_{name} = "
-                    f"triton.runtime.interpreter.InterpretedFunction(tl.{name}.fn)"
-                ).body[0]
-                for name in sorted(self.interpreted)
+                *ast.parse(_RESTORING_LANGUAGE_CORE).body,
+                *(
+                    ast.parse(
+                        f"ninetoothed_interpreted_{name} = "
+                        "ninetoothed_restoring_language_core("
+                        f"triton.runtime.interpreter.InterpretedFunction(tl.{name}.fn))"
+                    ).body[0]
+                    for name in sorted(self.interpreted)
+                ),
             ],
         )
+
+
+_RESTORING_LANGUAGE_CORE = """
+def ninetoothed_restoring_language_core(function):
+    def call(*args, **kwargs):
+        saved = dict(vars(tl.core))
+        try:
+            return function(*args, **kwargs)
+        finally:
+            for name in [name for name in vars(tl.core) if name not in saved]:
+                delattr(tl.core, name)
+            for name, value in saved.items():
+                if vars(tl.core).get(name) is not value:
+                    setattr(tl.core, name, value)
+    return call
+"""
 
 
 class IndexLoopBounds(Pass):
