@@ -404,13 +404,18 @@ def test_div_rz_rounds_toward_zero():
 #: ``triton.language.core``, ``triton.language.math`` and the classes whose
 #: methods it replaces. Captured when this module is imported, at collection,
 #: before any kernel has been interpreted.
-_LANGUAGE_OBJECTS = (
-    triton.language,
-    triton.language.core,
-    triton.language.math,
-    triton.language.tensor,
-    triton.language.dtype,
-    triton.language.core.tensor_descriptor_base,
+_LANGUAGE_OBJECTS = tuple(
+    obj
+    for obj in (
+        triton.language,
+        triton.language.core,
+        triton.language.math,
+        triton.language.tensor,
+        triton.language.dtype,
+        # Triton 3.9; absent from triton-ascend's Triton 3.2.
+        getattr(triton.language.core, "tensor_descriptor_base", None),
+    )
+    if obj is not None
 )
 _LANGUAGE_ATTRIBUTES = [dict(vars(obj)) for obj in _LANGUAGE_OBJECTS]
 
