@@ -106,3 +106,19 @@ def test_a_missing_file_is_a_usage_error(tmp_path):
 
     assert result.exit_code == 2
     assert "no Python file at" in result.output
+
+
+def test_emulated_cuda_shows_the_mapping_to_cuda_libdevice():
+    result = show(EXAMPLE_PATHS["libdevice_math"], "--emulated", "cuda")
+
+    assert result.exit_code == 0, result.output
+    assert "kernel libdevice_math: npu -> npu emulated on cuda" in result.output
+    assert "  EmulateLibdeviceOnCuda x" in result.output
+    assert (
+        "+from triton.language.extra import libdevice as ninetoothed_portable_libdevice"
+        in result.output
+    )
+    assert (
+        "+    return ninetoothed_portable_libdevice.tanh(x0).to(ninetoothed_dtype)"
+        in (result.output)
+    )
