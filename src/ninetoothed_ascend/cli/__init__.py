@@ -164,3 +164,7 @@ def check(paths, dtype_names):
 
     click.echo(f"{len(files)} kernels, {failures} failures")
     sys.exit(1 if failures else 0)
+
+
+# Commands defined in their own modules register on `main` when imported.
+from ninetoothed_ascend.cli import show  # noqa: E402, F401

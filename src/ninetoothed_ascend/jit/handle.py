@@ -6,6 +6,9 @@ import types
 
 import torch
 
+from ninetoothed_ascend.ascendify.base import PipelineError
+from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.jit import emulation
 from ninetoothed_ascend.jit.variants import VARIANTS
 
 
@@ -41,6 +44,8 @@ class Handle:
         self.key = key
         self._entry = entry
         self._launches = {}
+        self._emulated_sources = {}
+        self._emulated_launches = {}
 
     def __call__(self, *args, **kwargs):
         device_type = None
@@ -97,7 +102,11 @@ class Handle:
                 f"Use handle.variant(name) to run one explicitly."
             )
 
-        launch = self.variant(device_type)
+        if device_type in emulation.DEVICE_TYPES and emulation.emulation_requested():
+            launch = self.emulated(device_type)
+        else:
+            launch = self.variant(device_type)
+
         self._launches[device_type] = launch
 
         return launch
@@ -115,6 +124,80 @@ class Handle:
         """
 
         return getattr(self.module(name), self.launch_name)
+
+    def emulated(self, device_type):
+        """Return the launch function of the NPU variant emulated on ``device_type``.
+
+        The NPU variant's source, unchanged but for its Ascend-only symbols
+        (triton-ascend's libdevice, ``hf32``), which
+        :func:`ninetoothed_ascend.jit.emulation.emulate` maps to portable ones
+        with the same meaning, imported with the installed Triton; on the CPU
+        it runs in Triton's interpreter. Derived at the first request and
+        kept in memory. Calls with tensors on ``device_type`` dispatch here
+        instead of to the ``cuda``/``cpu`` variant when
+        ``$NINETOOTHED_ASCEND_EMULATE_NPU`` is ``1``.
+
+        :param device_type: ``"cuda"`` or ``"cpu"``.
+        :return: the launch function; it takes the same arguments as the handle.
+        :raises VariantUnavailableError: the NPU variant was not built, or an
+            emulation pass cannot map it (the message names the pass and what
+            to do), or the result cannot be imported.
+        :raises KeyError: ``device_type`` is not ``"cuda"`` or ``"cpu"``.
+        """
+
+        launch = self._emulated_launches.get(device_type)
+
+        if launch is not None:
+            return launch
+
+        rewritten = self.emulated_source(device_type)
+
+        try:
+            module = _import_variant(
+                Variant(rewritten.source, rewritten.rewrites),
+                f"npu_emulated_{device_type}",
+            )
+        except ImportError as error:
+            raise VariantUnavailableError(
+                f"the npu variant of kernel `{self.kernel_name}`, emulated on "
+                f"{device_type}, cannot be imported here: {error}"
+            ) from error
+
+        launch = getattr(module, self.launch_name)
+        self._emulated_launches[device_type] = launch
+
+        return launch
+
+    def emulated_source(self, device_type):
+        """Return the NPU variant emulated on ``device_type``, without importing it.
+
+        :param device_type: ``"cuda"`` or ``"cpu"``.
+        :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`: the
+            emulated source and ``((pass name, number of rewrites), ...)`` for
+            the emulation passes that fired (the interpreter pipeline's
+            included on the CPU).
+        :raises VariantUnavailableError: as :meth:`emulated`.
+        :raises KeyError: as :meth:`emulated`.
+        """
+
+        rewritten = self._emulated_sources.get(device_type)
+
+        if rewritten is not None:
+            return rewritten
+
+        npu_source = self._variant("npu").source
+
+        try:
+            rewritten = emulation.emulate(npu_source, device_type)
+        except PipelineError as error:
+            raise VariantUnavailableError(
+                f"the npu variant of kernel `{self.kernel_name}` cannot be emulated "
+                f"on {device_type}: pass {error.pass_name}: {error.message} {error.hint}"
+            ) from error
+
+        self._emulated_sources[device_type] = rewritten
+
+        return rewritten
 
     def module(self, name):
         """Return the imported module of variant ``name``; raises as :meth:`variant` does."""

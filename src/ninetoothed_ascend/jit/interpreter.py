@@ -1,6 +1,7 @@
 """The CPU variant: NineToothed's source made runnable by Triton's interpreter."""
 
 import ast
+import functools
 import math
 import types
 
@@ -17,6 +18,43 @@ from ninetoothed_ascend.ascendify.base import (
     insert_after_imports,
 )
 from ninetoothed_ascend.ascendify.imports import ImportStandardModules
+from ninetoothed_ascend.jit.libdevice import MapLibdevice
+
+
+class InterpretLibdevice(MapLibdevice):
+    """Compute CUDA Triton's libdevice functions with core ``triton.language`` and NumPy.
+
+    Constraint: Triton's interpreter runs no libdevice function: each is an
+    ``extern_elementwise``, which ``interpreter_builder`` refuses with
+    "extern_elementwise not supported in interpreter mode" (Triton 3.9,
+    triton/runtime/interpreter.py), and ``_patch_lang`` patches
+    ``triton.language`` and ``triton.language.math`` only. NineToothed
+    kernels reach libdevice through ``ninetoothed.language.libdevice``, that
+    is ``triton.language.extra.libdevice``.
+
+    Each call ``libdevice.NAME(...)`` becomes ``ninetoothed_emulated_NAME(...)``,
+    a module-level helper with the same meaning
+    (:data:`~ninetoothed_ascend.jit.libdevice.LIBDEVICE`), for the functions
+    whose CUDA meaning and result dtype equal the table's
+    (:data:`CUDA_LIBDEVICE_FUNCTIONS`); any other libdevice call fails the
+    CPU variant with an error naming the function.
+    """
+
+    MODULES = ("triton.language.extra", "triton.language.extra.cuda")
+    DEVICE_TYPE = "cpu"
+    DESCRIPTION = "CUDA Triton's libdevice"
+    FUNCTIONS = frozenset(
+        "abs acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh "
+        "cyl_bessel_i0 div_rn div_rz erf erfinv exp exp2 expm1 floor fma fmod "
+        "hypot ldexp lgamma log log10 log1p log2 nearbyint nextafter pow round "
+        "rsqrt sin sinh sqrt sqrt_rn tan tanh trunc".split()
+    )
+
+
+#: CUDA libdevice functions the CPU variant computes; CUDA's ``ilogb``,
+#: ``isinf``, ``isnan`` and ``signbit`` return ``int32`` where the table
+#: (triton-ascend's) returns floats and booleans, so they are not among them.
+CUDA_LIBDEVICE_FUNCTIONS = InterpretLibdevice.FUNCTIONS
 
 
 class BindLanguageModule(Pass):
@@ -168,10 +206,43 @@ def interpreted(jit_function):
     which every ``triton.jit`` function is replaced by its interpreted copy,
     so nothing of Triton's own modules changes.
 
+    Calling an ``InterpretedFunction`` patches the ``triton.language``
+    modules in its function's globals for the interpreter and never restores
+    them (``InterpretedFunction.__call__``, Triton 3.9); for
+    ``triton.language.standard``'s functions that is ``triton.language.core``,
+    whose builtins then stay patched, and no kernel compiles in the process
+    afterwards (measured here,
+    ``tests/test_emulation.py::test_running_a_cpu_variant_leaves_triton_usable_for_compilation``).
+    So the copy returned puts ``triton.language.core`` back as it found it
+    when it returns.
+
     :param jit_function: ``triton.runtime.JITFunction``.
-    :return: ``triton.runtime.interpreter.InterpretedFunction``.
+    :return: a function that calls the
+        ``triton.runtime.interpreter.InterpretedFunction``.
     """
 
+    copy = _interpreted_copy(jit_function)
+
+    @functools.wraps(copy.fn)
+    def call(*args, **kwargs):
+        saved = dict(vars(triton.language.core))
+
+        try:
+            return copy(*args, **kwargs)
+        finally:
+            core = vars(triton.language.core)
+
+            for name in [name for name in core if name not in saved]:
+                delattr(triton.language.core, name)
+
+            for name, value in saved.items():
+                if core.get(name) is not value:
+                    setattr(triton.language.core, name, value)
+
+    return call
+
+
+def _interpreted_copy(jit_function):
     copy = _interpreted.get(jit_function)
 
     if copy is not None:
@@ -194,7 +265,7 @@ def interpreted(jit_function):
 
     for name, value in function.__globals__.items():
         if isinstance(value, triton.runtime.JITFunction):
-            namespace[name] = interpreted(value)
+            namespace[name] = _interpreted_copy(value)
 
     return copy
 
@@ -322,6 +393,7 @@ class FixAutotuneConfig(Pass):
 #: The CPU pipeline.
 PIPELINE = (
     ImportStandardModules,
+    InterpretLibdevice,
     WidenBfloat16Loads,
     IndexLoopBounds,
     BindLanguageModule,
