@@ -1,0 +1,3 @@
+from downstream_ops.ops import main
+
+main()
