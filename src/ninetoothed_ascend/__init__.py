@@ -11,6 +11,7 @@ made by plain NineToothed before the import dispatch per call too.
 :func:`disable` restores plain NineToothed.
 """
 
+from ninetoothed_ascend import manifest as _manifest
 from ninetoothed_ascend.activation import activate, disable, is_active
 from ninetoothed_ascend.jit import (
     VARIANTS,
@@ -24,6 +25,9 @@ from ninetoothed_ascend.jit import (
 __version__ = "0.1.0"
 
 activate()
+
+# ``ninetoothed-ascend record`` asks each process of the recorded program for its kernels.
+_manifest.record_from_environment()
 
 __all__ = [
     "VARIANTS",

@@ -359,6 +359,75 @@ class Cache:
             json.dumps(stored, indent=1).encode("utf-8"),
         )
 
+    def keys(self):
+        """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not."""
+
+        return sorted(path.stem for path in self._kernels.glob("*.json"))
+
+    def find(self, prefix):
+        """Return the one stored key that starts with ``prefix``.
+
+        :raises KeyError: no key or several keys start with it (the message says which).
+        """
+
+        matches = [key for key in self.keys() if key.startswith(prefix.lower())]
+
+        if len(matches) != 1:
+            raise KeyError(
+                f"no cached kernel has a key starting with {prefix!r} in {self.directory}"
+                if not matches
+                else f"{len(matches)} cached kernels have keys starting with {prefix!r}; "
+                "give more digits"
+            )
+
+        return matches[0]
+
+    def entry_path(self, key):
+        """Return where the entry of ``key`` is stored (``pathlib.Path``)."""
+
+        return self._kernels / f"{key}.json"
+
+    def source_path(self, digest):
+        """Return where the source whose sha256 is ``digest`` is stored (``pathlib.Path``)."""
+
+        return self._sources / f"{digest}.py"
+
+    def remove(self, keys=None):
+        """Remove the entries of ``keys`` (all when ``None``) and the sources no remaining entry names.
+
+        Only this cache's own layout is touched, never other files in the directory.
+
+        :return: ``(entries removed, sources removed)``.
+        """
+
+        removed = 0
+
+        for key in self.keys() if keys is None else keys:
+            self.entry_path(key).unlink(missing_ok=True)
+            removed += 1
+
+        kept = set()
+
+        for key in self.keys():
+            try:
+                stored = json.loads(self.entry_path(key).read_text(encoding="utf-8"))
+                kept |= {r["digest"] for r in stored["variants"].values()}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+
+        sources = 0
+
+        for path in self._sources.glob("*.py"):
+            if path.stem not in kept:
+                path.unlink(missing_ok=True)
+                sources += 1
+
+        if keys is None:
+            for path in self._locks.glob("*.lock"):
+                path.unlink(missing_ok=True)
+
+        return removed, sources
+
 
 def _digest(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -141,3 +141,7 @@ def check(paths, dtype_names):
 
     click.echo(f"{len(files)} kernels, {failures} failures")
     sys.exit(1 if failures else 0)
+
+
+# Command modules register themselves on ``main`` when imported.
+from ninetoothed_ascend.cli import cache_commands, warm  # noqa: E402, F401

@@ -226,6 +226,7 @@ def _load_or_build(digest, build, origin, cache=None, replay=True):
     cache = cache if cache is not None else Cache()
 
     entry = cache.load(key)
+    built = False
 
     if entry is None:
         with cache.lock(key):
@@ -235,6 +236,7 @@ def _load_or_build(digest, build, origin, cache=None, replay=True):
                 entry = build()
                 _store(cache, key, entry)
                 replay = False
+                built = True
 
     if replay:
         advance_counters(entry.counters_delta)
@@ -243,7 +245,7 @@ def _load_or_build(digest, build, origin, cache=None, replay=True):
 
     if origin is not None:
         for observer in tuple(_observers):
-            observer(handle, _record(digest, key, entry, origin))
+            observer(handle, _record(digest, key, entry, origin) | {"built": built})
 
     return handle
 

@@ -1,3 +1,5 @@
-from downstream_ops.ops import main
+import sys
 
-main()
+from downstream_ops.ops import OPS, main
+
+main(sys.argv[1:] or OPS)
