@@ -80,6 +80,7 @@ class _Recorder:
         self.kernels = {}
 
     def __call__(self, handle, record):
+        record = {name: value for name, value in record.items() if name != "built"}
         kernel = self.kernels.setdefault(record["key"], record | {"calls": []})
         kernel["variants"] = {
             name: variant.digest if variant.source is not None else None
@@ -106,7 +107,7 @@ class _RecordingHandle(Handle):
     """A :class:`Handle` that notes the argument types of its first call per device type."""
 
     def __call__(self, *args, **kwargs):
-        result = super().__call__(*args, **kwargs)
+        # Noted before the call, so that a call that fails is recorded too.
         device = next(
             (a.device.type for a in args if isinstance(a, torch.Tensor)), None
         )
@@ -116,7 +117,7 @@ class _RecordingHandle(Handle):
                 {"device": device, "args": [_describe_argument(a) for a in args]}
             )
 
-        return result
+        return super().__call__(*args, **kwargs)
 
 
 def _describe_argument(arg):
@@ -227,3 +228,31 @@ def read(path):
                 )
 
     return document
+
+
+def call_inputs(call):
+    """Make CPU arguments with the types of a recorded call (for the compile check).
+
+    :param call: ``dict``, one of a kernel's ``calls``.
+    :return: ``tuple``: uninitialized tensors of the recorded shape, strides
+        and dtype, and the recorded scalar values.
+    :raises ManifestError: an argument type was not recorded.
+    """
+
+    inputs = []
+
+    for arg in call["args"]:
+        if "tensor" in arg:
+            inputs.append(
+                torch.empty_strided(
+                    arg["tensor"], arg["stride"], dtype=getattr(torch, arg["dtype"])
+                )
+            )
+        elif "value" in arg:
+            inputs.append(arg["value"])
+        else:
+            raise ManifestError(
+                f"an argument of type {arg.get('unsupported')} was not recorded"
+            )
+
+    return tuple(inputs)
