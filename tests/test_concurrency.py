@@ -44,7 +44,7 @@ def test_eight_processes_warming_twenty_kernels_leave_a_valid_cache(cache_dir):
     outputs = [process.communicate(timeout=600) for process in processes]
     seconds = time.perf_counter() - start
 
-    for process, (stdout, stderr) in zip(processes, outputs):
+    for process, (_, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
 
     keys = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in outputs]

@@ -45,11 +45,13 @@ MAKE_ADD = f"""
 
 @pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
-    """The system temporary directory, where the private fallback goes."""
+    """The system temporary directory, where the private fallback goes; no usable user cache directory."""
 
     directory = tmp_path / "tmp"
     directory.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(directory))
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "xdg"))
 
     return directory
 

@@ -68,19 +68,21 @@ def default_directory():
         problem = trust_problem(path, parents=True)
 
         if problem is None:
-            return path
+            break
 
         refusals.append(problem)
+    else:
+        path = private_directory()
 
-    fallback = private_directory()
-    warnings.warn(
-        f"ninetoothed-ascend: no usable cache directory ({'; '.join(refusals)}); "
-        f"using {fallback}. Set NINETOOTHED_ASCEND_CACHE_DIR to a directory that "
-        "only you can write.",
-        stacklevel=2,
-    )
+    if refusals:
+        warnings.warn(
+            f"ninetoothed-ascend: no usable cache directory ({'; '.join(refusals)}); "
+            f"using {path}. Set NINETOOTHED_ASCEND_CACHE_DIR to a directory that "
+            "only you can write.",
+            stacklevel=2,
+        )
 
-    return fallback
+    return path
 
 
 def private_directory():
