@@ -307,3 +307,50 @@ def test_sources_in_the_cache_match_their_names(recorded):
 
     for source in (cache_dir / "sources").glob("*.py"):
         assert hashlib.sha256(source.read_bytes()).hexdigest() == source.stem
+
+
+CALL_TWO_KERNELS = """
+import torch
+import ninetoothed_ascend
+from downstream_ops import ops
+x, y = torch.randn(4, 64), torch.rand(4, 64) + 0.5
+for op in ("add", "where_max"):
+    try:
+        ops.run(op, x, y)
+    except Exception:  # triton-ascend's interpreter need not run them: the types are recorded
+        pass
+"""
+
+
+@pytest.mark.ascend
+def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
+    import sys
+
+    cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
+    env = os.environ | {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
+    }
+    recorded = CliRunner().invoke(
+        main,
+        ["record", "-o", str(manifest), "--", sys.executable, "-c", CALL_TWO_KERNELS],
+        env=env,
+    )
+    assert recorded.exit_code == 0, recorded.output
+
+    every = invoke("check", "--manifest", manifest, "--cache-dir", cache_dir)
+
+    assert every.exit_code == 0, every.output
+    assert "2 checks, 0 failures" in every.output
+    assert every.output.count("passed ttir and ttadapter") == 2
+
+    key = Cache(cache_dir).keys()[0]
+    one = invoke("check", key[:10], "--manifest", manifest, "--cache-dir", cache_dir)
+
+    assert one.exit_code == 0, one.output
+    assert "1 checks, 0 failures" in one.output
+
+    no_calls = invoke("check", key[:10], "--cache-dir", cache_dir)
+
+    assert no_calls.exit_code == 1
+    assert "has no recorded call" in no_calls.output
