@@ -244,8 +244,23 @@ def write(path, text):
             ),
             "kernel 0 has no valid 'definition' field",
         ),
+        (
+            lambda d: write(
+                d / "old-ninetoothed.json",
+                '{"format": "ninetoothed-ascend-manifest", "version": 1, '
+                '"environment": {"python": "3.11.7", "ninetoothed": "0.1.0"}, "kernels": []}',
+            ),
+            "was recorded with",
+        ),
     ],
-    ids=["missing", "garbage", "not-a-manifest", "other-version", "partial"],
+    ids=[
+        "missing",
+        "garbage",
+        "not-a-manifest",
+        "other-version",
+        "partial",
+        "other-ninetoothed",
+    ],
 )
 def test_bad_manifest_is_one_clear_line(tmp_path, manifest, message):
     cache_dir = tmp_path / "cache"

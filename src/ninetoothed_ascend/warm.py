@@ -1,6 +1,7 @@
 """Warming a cache ahead of time, from a manifest or from modules (``ninetoothed-ascend warm``).
 
-From a manifest (:mod:`ninetoothed_ascend.manifest`), each kernel is one task:
+From a manifest (:mod:`ninetoothed_ascend.manifest`) recorded with the same
+Python and NineToothed versions, each kernel is one task:
 its NPU and CPU variants are built again from NineToothed's recorded source
 through this installation's pass pipelines and stored under the key that this
 environment gives the recorded definition. With the same ninetoothed-ascend
@@ -65,10 +66,20 @@ def manifest_tasks(document, path):
 
     from ninetoothed_ascend.manifest import environment_description
 
-    identical = (
-        document["environment"].get("ninetoothed-ascend")
-        == environment_description()["ninetoothed-ascend"]
-    )
+    here = environment_description()
+    recorded = document.get("environment", {})
+
+    # The recorded source is what this NineToothed on this Python generates;
+    # the installed Triton does not enter it (a kernel recorded with CUDA
+    # Triton 3.9 and with triton-ascend 3.2 has the same source, docs/cache.md).
+    for name in ("python", "ninetoothed"):
+        if recorded.get(name) != here[name]:
+            raise ValueError(
+                f"{path} was recorded with {name} {recorded.get(name)}, this "
+                f"environment has {here[name]}: record it again here"
+            )
+
+    identical = recorded.get("ninetoothed-ascend") == here["ninetoothed-ascend"]
 
     return [
         Task("kernel", (kernel, identical), str(path)) for kernel in document["kernels"]
