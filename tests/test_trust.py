@@ -206,22 +206,26 @@ def test_damaged_entries_are_detected_and_regenerated(cache_dir, damage):
 
 
 def test_unwritable_home_falls_back_to_a_private_directory(tmp_path):
-    # A home below a regular file cannot be created, whoever runs the test
-    # (root ignores permission bits, so a chmod'ed home would not do).
-    blocker = tmp_path / "file"
-    blocker.write_text("")
+    # The user cache directory cannot be created: ``~/.cache`` is a regular
+    # file. (Root, who runs CI, ignores permission bits, so a chmod'ed home
+    # would not do.) NineToothed 0.26 itself creates ``~/.ninetoothed`` when
+    # imported and fails without it; that one exists, as on any machine where
+    # NineToothed has run.
+    home = tmp_path / "home"
+    (home / ".ninetoothed").mkdir(parents=True)
+    (home / ".cache").write_text("")
     private = tmp_path / "tmp"
     private.mkdir()
     env = {
-        "HOME": str(blocker / "home"),
-        "XDG_CACHE_HOME": str(blocker / "home" / ".cache"),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
         "TMPDIR": str(private),
     }
 
     result = run_python(
         MAKE_ADD.replace(
             "import torch",
-            "import os, torch\n    os.environ.pop('NINETOOTHED_ASCEND_CACHE_DIR', None)",
+            "import os, torch\n    del os.environ['NINETOOTHED_ASCEND_CACHE_DIR']",
         ),
         private / "unused",
         **env,
