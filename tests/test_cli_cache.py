@@ -286,6 +286,11 @@ def test_bad_manifest_is_one_clear_line(tmp_path, manifest, message):
             ("export", "--key", "feed"),
             "no cached kernel has a key starting with 'feed'",
         ),
+        (
+            ("check", "examples/no_such.py"),
+            "no such file or directory, and not a cache key",
+        ),
+        (("check", "beef"), "no cached kernel has a key starting with 'beef'"),
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, message):

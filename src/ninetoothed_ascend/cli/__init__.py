@@ -131,8 +131,14 @@ def check(targets, dtype_names, manifest, cache_dir):
 
     from ninetoothed_ascend.compile_check import StageError, check_variant
 
-    keys = [target for target in targets if not os.path.exists(target)]
-    paths = [target for target in targets if os.path.exists(target)]
+    paths = [target for target in targets if not _is_key(target)]
+    keys = [target for target in targets if _is_key(target)]
+
+    for path in paths:
+        if not os.path.exists(path):
+            raise click.ClickException(
+                f"{path}: no such file or directory, and not a cache key"
+            )
 
     if not targets and manifest is None:
         paths = ["examples"]
@@ -168,6 +174,15 @@ def check(targets, dtype_names, manifest, cache_dir):
 
     click.echo(f"{len(checks)} checks, {failures} failures")
     sys.exit(1 if failures else 0)
+
+
+def _is_key(target):
+    # A key or a prefix of one: hexadecimal digits, and not an existing path.
+    return (
+        all(c in "0123456789abcdefABCDEF" for c in target)
+        and bool(target)
+        and not os.path.exists(target)
+    )
 
 
 def _cached_checks(keys, manifest_path, cache_dir):
