@@ -361,14 +361,14 @@ def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
     every = invoke("check", "--manifest", manifest, "--cache-dir", cache_dir)
 
     assert every.exit_code == 0, every.output
-    assert "2 checks, 0 failures" in every.output
+    assert "2 kernels, 0 failures" in every.output
     assert every.output.count("passed ttir and ttadapter") == 2
 
     key = Cache(cache_dir).keys()[0]
     one = invoke("check", key[:10], "--manifest", manifest, "--cache-dir", cache_dir)
 
     assert one.exit_code == 0, one.output
-    assert "1 checks, 0 failures" in one.output
+    assert "1 kernels, 0 failures" in one.output
 
     no_calls = invoke("check", key[:10], "--cache-dir", cache_dir)
 

@@ -22,6 +22,9 @@ from ninetoothed_ascend.cli import main
 #: Not root, not the test's user.
 NOBODY = 65534
 
+#: Giving a file to another user takes root (CI runs as root).
+needs_root = pytest.mark.skipif(os.getuid() != 0, reason="chown needs root")
+
 MAKE_ADD = f"""
     import importlib, importlib.util, json, warnings
     import torch
@@ -66,7 +69,11 @@ def only_private_fallback(directory, private_tmp):
     [
         (lambda path: path.chmod(0o777), "writable by other users"),
         (lambda path: path.chmod(0o770), "writable by other users"),
-        (lambda path: os.chown(path, NOBODY, NOBODY), f"owned by uid {NOBODY}"),
+        pytest.param(
+            lambda path: os.chown(path, NOBODY, NOBODY),
+            f"owned by uid {NOBODY}",
+            marks=needs_root,
+        ),
     ],
     ids=["world-writable", "group-writable", "other-owner"],
 )
@@ -110,6 +117,7 @@ def test_explicit_untrusted_cache_falls_back(cache_dir, private_tmp):
     only_private_fallback(cache.directory, private_tmp)
 
 
+@needs_root
 def test_a_private_fallback_someone_else_made_is_not_used(private_tmp):
     squatted = private_tmp / f"ninetoothed-ascend-{os.getuid()}"
     squatted.mkdir()
@@ -135,7 +143,7 @@ def test_cache_files_are_written_private(cache_dir):
     "tamper",
     [
         lambda path: path.chmod(0o666),
-        lambda path: os.chown(path, NOBODY, NOBODY),
+        pytest.param(lambda path: os.chown(path, NOBODY, NOBODY), marks=needs_root),
         lambda path: (
             path.rename(path.with_suffix(".real")),
             path.symlink_to(path.with_suffix(".real")),

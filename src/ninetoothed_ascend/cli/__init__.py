@@ -172,7 +172,8 @@ def check(targets, dtype_names, manifest, cache_dir):
             f"{label}: {len(results)} configs passed ttir and ttadapter ({seconds:.2f} s)"
         )
 
-    click.echo(f"{len(checks)} checks, {failures} failures")
+    kernels = len({id(handle) for _, handle, _, _ in checks})
+    click.echo(f"{kernels} kernels, {failures} failures")
     sys.exit(1 if failures else 0)
 
 
