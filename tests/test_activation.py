@@ -220,3 +220,17 @@ def test_make_returns_a_handle_in_process():
     )
 
     assert isinstance(kernel, Handle)
+
+
+def test_disabled_gives_plain_ninetoothed_for_a_block():
+    with ninetoothed_ascend.disabled():
+        assert not activation.is_active()
+        assert ninetoothed.make is adapter.PLAIN_MAKE
+
+        with ninetoothed_ascend.disabled():
+            pass
+
+        assert not activation.is_active()
+
+    assert activation.is_active()
+    assert ninetoothed.make is ninetoothed_ascend.make

@@ -12,7 +12,7 @@ made by plain NineToothed before the import dispatch per call too.
 """
 
 from ninetoothed_ascend import manifest as _manifest
-from ninetoothed_ascend.activation import activate, disable, is_active
+from ninetoothed_ascend.activation import activate, disable, disabled, is_active
 from ninetoothed_ascend.jit import (
     VARIANTS,
     Handle,
@@ -36,6 +36,7 @@ __all__ = [
     "VariantUnavailableError",
     "activate",
     "disable",
+    "disabled",
     "is_active",
     "jit",
     "make",

@@ -30,6 +30,7 @@ Limit: a ``jit`` bound by ``from ninetoothed import jit`` before activation is
 NineToothed's own; the kernels it makes are handled by the ``_Handle`` row.
 """
 
+import contextlib
 import os
 import threading
 
@@ -91,6 +92,25 @@ def disable():
             adapter.NineToothedHandle.__call__,
         ) = _saved
         _saved = None
+
+
+@contextlib.contextmanager
+def disabled():
+    """Plain NineToothed inside the ``with`` block, the previous state after it.
+
+    For comparisons with plain NineToothed (tests, benchmarks). Process-wide,
+    like :func:`disable`: other threads see plain NineToothed meanwhile.
+    """
+
+    with _lock:
+        was_active = is_active()
+        disable()
+
+        try:
+            yield
+        finally:
+            if was_active:
+                activate()
 
 
 def is_active():
