@@ -17,6 +17,7 @@ import ninetoothed
 import torch
 import triton
 
+import ninetoothed_ascend
 from ninetoothed_ascend import examples
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -37,15 +38,17 @@ def main():
         module = examples.load_module(path)
         kernel = module.kernel
 
-        if hasattr(module, "tensors"):
-            reference = ninetoothed.make(
-                module.arrangement,
-                module.application,
-                module.tensors,
-                kernel_name=kernel.kernel_name,
-            )
-        else:
-            reference = ninetoothed.jit(getattr(module, module.kernel.kernel_name))
+        # Plain NineToothed: the import of ninetoothed_ascend replaced its make.
+        with ninetoothed_ascend.disabled():
+            if hasattr(module, "tensors"):
+                reference = ninetoothed.make(
+                    module.arrangement,
+                    module.application,
+                    module.tensors,
+                    kernel_name=kernel.kernel_name,
+                )
+            else:
+                reference = ninetoothed.jit(getattr(module, module.kernel.kernel_name))
 
         identical = pathlib.Path(reference._source).read_text() == kernel.source("cuda")
 

@@ -227,7 +227,7 @@ def test_unwritable_directories_fall_back_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
 
-    with pytest.warns(UserWarning, match="no writable cache directory"):
+    with pytest.warns(UserWarning, match="no usable cache directory"):
         directory = cache_module.default_directory()
 
     assert directory.parent == tmp_path / "tmp"

@@ -14,7 +14,11 @@ from ninetoothed_ascend.jit import ninetoothed_adapter, variants
 def ninetoothed_reference_source(module):
     """What plain NineToothed generates for the example, under the same device properties."""
 
-    with ninetoothed_adapter._driver_reporting(ninetoothed_adapter.device_properties()):
+    # Plain NineToothed: importing ninetoothed_ascend replaced ninetoothed.make.
+    with (
+        ninetoothed_ascend.disabled(),
+        ninetoothed_adapter._driver_reporting(ninetoothed_adapter.device_properties()),
+    ):
         if hasattr(module, "tensors"):
             handle = ninetoothed.make(
                 module.arrangement,

@@ -11,6 +11,14 @@ entry whose JSON does not parse, or whose sources are missing or do not match,
 is treated as absent, so the kernel is generated again and the entry rewritten.
 Every file is written to a temporary name in the same directory and renamed
 into place, so a reader sees a whole file or none.
+
+Trust: source files are Python that is executed. A directory is used only if
+it and its subdirectories are owned by the current user and writable by no one
+else, and no directory above it lets another user rename it (writable by
+others without the sticky bit); otherwise the refusal is explained in a
+warning and a private directory is used instead. Each file is checked the
+same way (and must not be a symbolic link) before it is read. Threat model:
+docs/cache.md.
 """
 
 import dataclasses
@@ -19,6 +27,7 @@ import json
 import logging
 import os
 import pathlib
+import stat
 import tempfile
 import warnings
 
@@ -36,41 +45,135 @@ _ENVIRONMENT_VARIABLES = ("NINETOOTHED_ASCEND_CACHE_DIR", "NINETOOTHED_CACHE_DIR
 def default_directory():
     """Choose the cache directory.
 
-    The first that can be created and written: ``$NINETOOTHED_ASCEND_CACHE_DIR``,
+    The first that can be created and written and is trusted (see
+    :func:`trust_problem`): ``$NINETOOTHED_ASCEND_CACHE_DIR``,
     ``$NINETOOTHED_CACHE_DIR``, the platform's user cache directory
-    (``platformdirs.user_cache_dir("ninetoothed-ascend")``), and last a
-    directory under the system's temporary directory, with a warning.
+    (``platformdirs.user_cache_dir("ninetoothed-ascend")``), and last
+    :func:`private_directory`, with a warning that says why each was refused.
 
     :return: ``pathlib.Path``.
     """
 
     candidates = [os.environ.get(name) for name in _ENVIRONMENT_VARIABLES]
     candidates.append(platformdirs.user_cache_dir("ninetoothed-ascend"))
+    refusals = []
 
     for candidate in filter(None, candidates):
         path = pathlib.Path(candidate).expanduser()
 
-        if _writable(path):
+        if not _writable(path):
+            refusals.append(f"{path} is not writable")
+            continue
+
+        problem = trust_problem(path, parents=True)
+
+        if problem is None:
+            break
+
+        refusals.append(problem)
+    else:
+        path = private_directory()
+
+    if refusals:
+        warnings.warn(
+            f"ninetoothed-ascend: no usable cache directory ({'; '.join(refusals)}); "
+            f"using {path}. Set NINETOOTHED_ASCEND_CACHE_DIR to a directory that "
+            "only you can write.",
+            stacklevel=2,
+        )
+
+    return path
+
+
+def private_directory():
+    """Return a cache directory only the current user can write, under the system's temporary directory.
+
+    ``<tmp>/ninetoothed-ascend-<uid>`` (mode 0700), or, if someone else made
+    that or it is not private, a fresh ``tempfile.mkdtemp`` directory.
+
+    :return: ``pathlib.Path``.
+    """
+
+    path = pathlib.Path(tempfile.gettempdir()) / f"ninetoothed-ascend-{os.getuid()}"
+
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+    else:
+        if trust_problem(path, parents=True) is None:
             return path
 
-    fallback = pathlib.Path(tempfile.gettempdir()) / f"ninetoothed-ascend-{os.getuid()}"
-    warnings.warn(
-        f"ninetoothed-ascend: no writable cache directory among {candidates}; "
-        f"using {fallback}. Set NINETOOTHED_ASCEND_CACHE_DIR to a writable directory.",
-        stacklevel=2,
-    )
-    fallback.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-    return fallback
+    return pathlib.Path(tempfile.mkdtemp(prefix="ninetoothed-ascend-"))
 
 
 def _writable(path):
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        _make_directory(path)
     except OSError:
         return False
 
     return os.access(path, os.W_OK | os.X_OK)
+
+
+def _make_directory(path):
+    # 0700 whatever the umask: a group-writable umask would make our own
+    # directory one we refuse.
+    missing = []
+
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+
+
+def trust_problem(path, parents=False):
+    """Say why ``path`` must not be trusted to hold code, or return ``None``.
+
+    Untrusted: a symbolic link; not owned by the current user; writable by
+    group or others. With ``parents``, also any directory above ``path`` that
+    others can write without the sticky bit (they could rename ``path``
+    away and put their own in its place).
+
+    :param path: ``pathlib.Path`` of a file or directory that exists.
+    :return: ``str`` (one sentence naming the path and the reason) or ``None``.
+    :raises OSError: ``path`` cannot be examined.
+    """
+
+    info = os.lstat(path)
+
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link"
+
+    if info.st_uid != os.getuid():
+        return f"{path} is owned by uid {info.st_uid}, not by you (uid {os.getuid()})"
+
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"{path} is writable by other users (mode {stat.filemode(info.st_mode)}); "
+            f"run `chmod go-w {path}` to trust it"
+        )
+
+    if parents:
+        for parent in pathlib.Path(os.path.abspath(path)).parents:
+            mode = os.stat(parent).st_mode
+
+            if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+                return (
+                    f"{path} is inside {parent}, which other users can write "
+                    f"(mode {stat.filemode(mode)}, no sticky bit)"
+                )
+
+    return None
+
+
+class UntrustedFileError(ValueError):
+    """A cache file or directory fails :func:`trust_problem`; it is not read."""
 
 
 @dataclasses.dataclass
@@ -120,9 +223,24 @@ class Cache:
     """
 
     def __init__(self, directory=None):
-        self.directory = pathlib.Path(
-            directory if directory is not None else default_directory()
-        )
+        if directory is None:
+            directory = default_directory()
+        else:
+            directory = pathlib.Path(directory)
+
+            if _writable(directory):
+                problem = trust_problem(directory, parents=True)
+
+                if problem is not None:
+                    fallback = private_directory()
+                    warnings.warn(
+                        f"ninetoothed-ascend: not using cache directory {problem}; "
+                        f"using {fallback}.",
+                        stacklevel=2,
+                    )
+                    directory = fallback
+
+        self.directory = directory
         self._sources = self.directory / "sources"
         self._kernels = self.directory / "kernels"
         self._locks = self.directory / "locks"
@@ -130,7 +248,7 @@ class Cache:
     def lock(self, key):
         """Return a ``filelock.FileLock`` that serializes generation of ``key`` across processes."""
 
-        self._locks.mkdir(parents=True, exist_ok=True)
+        _make_directory(self._locks)
 
         return filelock.FileLock(self._locks / f"{key}.lock")
 
@@ -144,10 +262,13 @@ class Cache:
         entry_path = self._kernels / f"{key}.json"
 
         try:
+            self._check_trusted(entry_path)
             stored = json.loads(entry_path.read_text(encoding="utf-8"))
 
             if stored["format"] != FORMAT:
-                return None
+                raise ValueError(
+                    f"format {stored['format']!r}, this version reads {FORMAT}"
+                )
 
             variants = {
                 name: self._load_variant(record)
@@ -162,12 +283,29 @@ class Cache:
             )
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            logger.warning(
-                "ninetoothed-ascend: ignoring cache entry %s: %s", entry_path, error
+        except UntrustedFileError as error:
+            warnings.warn(
+                f"ninetoothed-ascend: not executing cached code: {error}; "
+                "the kernel is generated again and the entry rewritten.",
+                stacklevel=3,
             )
 
             return None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            logger.warning(
+                "ninetoothed-ascend: ignoring cache entry %s (generating it again): %s",
+                entry_path,
+                error,
+            )
+
+            return None
+
+    def _check_trusted(self, path):
+        for checked in (self.directory, path.parent, path):
+            problem = trust_problem(checked)
+
+            if problem is not None:
+                raise UntrustedFileError(problem)
 
     def _load_variant(self, record):
         rewrites = tuple((name, count) for name, count in record["rewrites"])
@@ -176,6 +314,7 @@ class Cache:
             return Variant(None, rewrites, record["error"])
 
         path = self._sources / f"{record['digest']}.py"
+        self._check_trusted(path)
         data = path.read_bytes()
 
         if hashlib.sha256(data).hexdigest() != record["digest"]:
@@ -191,8 +330,8 @@ class Cache:
         :raises OSError: when the directory cannot be written.
         """
 
-        self._sources.mkdir(parents=True, exist_ok=True)
-        self._kernels.mkdir(parents=True, exist_ok=True)
+        _make_directory(self._sources)
+        _make_directory(self._kernels)
 
         records = {}
 
@@ -221,6 +360,75 @@ class Cache:
             self._kernels / f"{key}.json",
             json.dumps(stored, indent=1).encode("utf-8"),
         )
+
+    def keys(self):
+        """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not."""
+
+        return sorted(path.stem for path in self._kernels.glob("*.json"))
+
+    def find(self, prefix):
+        """Return the one stored key that starts with ``prefix``.
+
+        :raises KeyError: no key or several keys start with it (the message says which).
+        """
+
+        matches = [key for key in self.keys() if key.startswith(prefix.lower())]
+
+        if len(matches) != 1:
+            raise KeyError(
+                f"no cached kernel has a key starting with {prefix!r} in {self.directory}"
+                if not matches
+                else f"{len(matches)} cached kernels have keys starting with {prefix!r}; "
+                "give more digits"
+            )
+
+        return matches[0]
+
+    def entry_path(self, key):
+        """Return where the entry of ``key`` is stored (``pathlib.Path``)."""
+
+        return self._kernels / f"{key}.json"
+
+    def source_path(self, digest):
+        """Return where the source whose sha256 is ``digest`` is stored (``pathlib.Path``)."""
+
+        return self._sources / f"{digest}.py"
+
+    def remove(self, keys=None):
+        """Remove the entries of ``keys`` (all when ``None``) and the sources no remaining entry names.
+
+        Only this cache's own layout is touched, never other files in the directory.
+
+        :return: ``(entries removed, sources removed)``.
+        """
+
+        removed = 0
+
+        for key in self.keys() if keys is None else keys:
+            self.entry_path(key).unlink(missing_ok=True)
+            removed += 1
+
+        kept = set()
+
+        for key in self.keys():
+            try:
+                stored = json.loads(self.entry_path(key).read_text(encoding="utf-8"))
+                kept |= {r["digest"] for r in stored["variants"].values()}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+
+        sources = 0
+
+        for path in self._sources.glob("*.py"):
+            if path.stem not in kept:
+                path.unlink(missing_ok=True)
+                sources += 1
+
+        if keys is None:
+            for path in self._locks.glob("*.lock"):
+                path.unlink(missing_ok=True)
+
+        return removed, sources
 
 
 def _digest(text):

@@ -1,5 +1,6 @@
 """The ``ninetoothed-ascend`` command."""
 
+import os
 import sys
 
 import click
@@ -7,6 +8,8 @@ import torch
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import default_directory
+from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
+from ninetoothed_ascend.jit.handle import VariantUnavailableError
 from ninetoothed_ascend.jit.variants import VARIANTS
 
 _DTYPES = {
@@ -128,43 +131,159 @@ def _describe_variant(kernel, name):
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("targets", nargs=-1)
 @_dtype_option
-def check(paths, dtype_names):
-    """Run the Ascend compile check (ttir and ttadapter) on the NPU variant of example kernels.
+@click.option(
+    "--manifest",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A manifest from `record`: check its kernels (or those of the KEYS "
+    "given), with the argument types of their recorded calls.",
+)
+@cache_dir_option
+def check(targets, dtype_names, manifest, cache_dir):
+    """Run the Ascend compile check (ttir and ttadapter) on NPU variants.
 
-    Needs triton-ascend installed as `triton`; needs no NPU. Every autotune
-    config is compiled for each dtype. Exits with 1 if any config fails.
+    Each TARGET is an example module or a directory of them (default:
+    ./examples), or the cache key (or a unique prefix) of a cached kernel;
+    a cached kernel needs --manifest for the argument types of a call. With
+    --manifest and no key, every kernel of the manifest is checked (and
+    built first if it is not cached). Needs triton-ascend installed as
+    `triton`; needs no NPU. Every autotune config is compiled. Exits with 1
+    if any config fails.
     """
 
     from ninetoothed_ascend.compile_check import StageError, check_variant
 
-    files = examples.find_modules(paths or ("examples",))
-    failures = 0
+    paths = [target for target in targets if not _is_key(target)]
+    keys = [target for target in targets if _is_key(target)]
 
-    for path in files:
-        module = examples.load_module(path)
-
-        for dtype in _dtypes(module, dtype_names):
-            dtype_name = str(dtype).removeprefix("torch.")
-            inputs = module.inputs("cpu", dtype)
-
-            try:
-                results = check_variant(module.kernel, module.launch, *inputs)
-            except StageError as error:
-                failures += 1
-                click.echo(f"{module.kernel.kernel_name} {dtype_name}: FAILED {error}")
-                continue
-
-            seconds = sum(sum(result.seconds.values()) for result in results)
-            click.echo(
-                f"{module.kernel.kernel_name} {dtype_name}: {len(results)} configs "
-                f"passed ttir and ttadapter ({seconds:.2f} s)"
+    for path in paths:
+        if not os.path.exists(path):
+            raise click.ClickException(
+                f"{path}: no such file or directory, and not a cache key"
             )
 
-    click.echo(f"{len(files)} kernels, {failures} failures")
+    if not targets and manifest is None:
+        paths = ["examples"]
+
+    checks = [
+        (
+            f"{module.kernel.kernel_name} {str(dtype).removeprefix('torch.')}",
+            module.kernel,
+            module.launch,
+            lambda m=module, d=dtype: m.inputs("cpu", d),
+        )
+        for module in map(examples.load_module, examples.find_modules(paths))
+        for dtype in _dtypes(module, dtype_names)
+    ]
+
+    if keys or manifest is not None:
+        checks += _cached_checks(keys, manifest, cache_dir)
+
+    failures = 0
+
+    for label, handle, launch, make_inputs in checks:
+        try:
+            results = check_variant(handle, launch, *make_inputs())
+        except (StageError, VariantUnavailableError) as error:
+            failures += 1
+            click.echo(f"{label}: FAILED {error}")
+            continue
+
+        seconds = sum(sum(result.seconds.values()) for result in results)
+        click.echo(
+            f"{label}: {len(results)} configs passed ttir and ttadapter ({seconds:.2f} s)"
+        )
+
+    kernels = len({id(handle) for _, handle, _, _ in checks})
+    click.echo(f"{kernels} kernels, {failures} failures")
     sys.exit(1 if failures else 0)
 
 
-# Commands defined in their own modules register on `main` when imported.
-from ninetoothed_ascend.cli import show  # noqa: E402, F401
+def _is_key(target):
+    # A key or a prefix of one: hexadecimal digits, and not an existing path.
+    return (
+        all(c in "0123456789abcdefABCDEF" for c in target)
+        and bool(target)
+        and not os.path.exists(target)
+    )
+
+
+def _cached_checks(keys, manifest_path, cache_dir):
+    from ninetoothed_ascend import manifest as manifest_module
+    from ninetoothed_ascend.cache import Cache
+    from ninetoothed_ascend.jit import GeneratedSource, Handle, rebuild
+    from ninetoothed_ascend.jit.fingerprint import environment_key
+
+    cache = Cache(resolve_cache_dir(cache_dir))
+
+    try:
+        document = manifest_module.read(manifest_path) if manifest_path else None
+    except manifest_module.ManifestError as error:
+        raise click.ClickException(str(error)) from None
+
+    # Manifest kernels by the key they have in this environment.
+    recorded = {
+        environment_key(kernel["definition"]): kernel
+        for kernel in (document["kernels"] if document else ())
+    }
+    chosen = []
+
+    for prefix in keys:
+        try:
+            chosen.append(cache.find(prefix))
+        except KeyError as error:
+            matches = [key for key in recorded if key.startswith(prefix)]
+
+            if len(matches) != 1:
+                raise click.ClickException(error.args[0]) from None
+
+            chosen.append(matches[0])
+
+    checks = []
+
+    for key in chosen or recorded:
+        kernel = recorded.get(key)
+        calls = kernel["calls"] if kernel else []
+
+        if not calls:
+            raise click.ClickException(
+                f"kernel {key[:12]} has no recorded call to take argument types "
+                "from; pass --manifest from `record` of a program that calls it"
+            )
+
+        entry = cache.load(key)
+
+        if entry is not None:
+            handle = Handle(entry.kernel_name, key, entry)
+        else:
+            generated = GeneratedSource(
+                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+            )
+            handle, _ = rebuild(
+                kernel["definition"], generated, kernel["counters_delta"], cache=cache
+            )
+
+        call = calls[0]
+
+        def make_inputs(call=call):
+            try:
+                return manifest_module.call_inputs(call)
+            except manifest_module.ManifestError as error:
+                raise click.ClickException(str(error)) from None
+
+        dtypes = sorted({a["dtype"] for a in call["args"] if "dtype" in a})
+        checks.append(
+            (
+                f"{handle.kernel_name} {key[:12]} {'/'.join(dtypes)}",
+                handle,
+                lambda launch, *inputs: launch(*inputs),
+                make_inputs,
+            )
+        )
+
+    return checks
+
+
+# Command modules register themselves on ``main`` when imported.
+from ninetoothed_ascend.cli import cache_commands, show, warm  # noqa: E402, F401

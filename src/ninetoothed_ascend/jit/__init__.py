@@ -9,17 +9,18 @@ The data path is one straight line: NineToothed kernel → generated Triton
 
 import warnings
 
-import ninetoothed
-
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.jit.dispatch import new_handle
-from ninetoothed_ascend.jit.fingerprint import kernel_key
+from ninetoothed_ascend.jit.fingerprint import definition_digest, environment_key
 from ninetoothed_ascend.jit.handle import (
     Handle,
     MixedDevicesError,
     VariantUnavailableError,
 )
 from ninetoothed_ascend.jit.ninetoothed_adapter import (
+    PLAIN_JIT,
+    PLAIN_MAKE,
+    GeneratedSource,
     advance_counters,
     annotate,
     counters,
@@ -62,7 +63,7 @@ def make(
     """
 
     if caller != "torch":
-        return ninetoothed.make(
+        return PLAIN_MAKE(
             arrangement,
             application,
             tensors,
@@ -80,6 +81,7 @@ def make(
         ("make", arrangement, application, tensors, options),
         lambda: annotate(arrangement, application, tensors),
         options,
+        {"arrangement": _name(arrangement), "application": _name(application)},
     )
 
 
@@ -102,7 +104,7 @@ def jit(
 
     def decorator(func):
         if caller != "torch":
-            return ninetoothed.jit(
+            return PLAIN_JIT(
                 func,
                 caller=caller,
                 kernel_name=kernel_name,
@@ -120,6 +122,7 @@ def jit(
             ("jit", func, dict(func.__annotations__), options),
             lambda: func,
             options,
+            {"application": _name(func)},
         )
 
     return decorator if func is None else decorator(func)
@@ -135,29 +138,129 @@ def _options(kernel_name, num_warps, num_stages, max_num_configs, prettify):
     }
 
 
-def _handle(definition, annotated_application, options):
+#: Called with ``(handle, record)`` for every handle made; see :func:`observe`.
+_observers = []
+
+
+def observe(observer):
+    """Call ``observer(handle, record)`` for every kernel handle made from now on, until :func:`unobserve`.
+
+    ``record`` is a ``dict`` with ``definition`` (the
+    :func:`~ninetoothed_ascend.jit.fingerprint.definition_digest`), ``key``,
+    ``kernel_name``, ``launch_name``, ``counters_delta``, ``origin`` (``dict``
+    of ``"module:qualname"`` of the functions it was made from) and
+    ``source`` (NineToothed's generated source, the CUDA variant).
+    ``ninetoothed-ascend record`` uses it to write manifests.
+    """
+
+    _observers.append(observer)
+
+
+def unobserve(observer):
+    """Stop calling ``observer`` (see :func:`observe`)."""
+
+    _observers.remove(observer)
+
+
+def _name(func):
+    func = getattr(func, "func", func)  # a functools.partial of an arrangement
+
+    return f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', '?')}"
+
+
+def _handle(definition, annotated_application, options, origin):
     properties = device_properties()
     counters_before = counters()
-    key = kernel_key(definition, properties, counters_before)
-    cache = Cache()
+    digest = definition_digest(definition, properties, counters_before)
+
+    return _load_or_build(
+        digest,
+        lambda: _generate(annotated_application, options, properties, counters_before),
+        origin,
+    )
+
+
+def from_generated(generated, origin=None):
+    """Return a handle for source that NineToothed has already generated.
+
+    Used for kernels made by plain NineToothed before
+    :func:`ninetoothed_ascend.activate`: their source is all that is left of
+    their definition, so it is their key, and NineToothed's naming counters
+    are not replayed.
+
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :param origin: ``dict`` for :func:`observe`, or ``None``.
+    :return: :class:`Handle`.
+    """
+
+    digest = definition_digest(
+        ("generated", generated.source, generated.kernel_name, generated.launch_name)
+    )
+
+    return _load_or_build(digest, lambda: _entry(generated, (0, 0)), origin or {})
+
+
+def rebuild(digest, generated, counters_delta, cache=None):
+    """Build and cache the variants of a kernel from NineToothed's recorded source (``warm`` from a manifest).
+
+    :param digest: ``str``, the kernel's definition digest.
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :param counters_delta: ``(int, int)``.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None`` (the default one).
+    :return: ``(handle, built)``; ``built`` is ``False`` when the entry was
+        already cached.
+    """
+
+    built = []
+
+    def build():
+        built.append(True)
+        return _entry(generated, tuple(counters_delta))
+
+    handle = _load_or_build(digest, build, None, cache=cache, replay=False)
+
+    return handle, bool(built)
+
+
+def _load_or_build(digest, build, origin, cache=None, replay=True):
+    key = environment_key(digest)
+    cache = cache if cache is not None else Cache()
 
     entry = cache.load(key)
+    built = False
 
     if entry is None:
         with cache.lock(key):
             entry = cache.load(key)
 
             if entry is None:
-                entry = _generate(
-                    annotated_application, options, properties, counters_before
-                )
+                entry = build()
                 _store(cache, key, entry)
+                replay = False
+                built = True
 
-                return new_handle(entry.kernel_name, key, entry)
+    if replay:
+        advance_counters(entry.counters_delta)
 
-    advance_counters(entry.counters_delta)
+    handle = new_handle(entry.kernel_name, key, entry)
 
-    return new_handle(entry.kernel_name, key, entry)
+    if origin is not None:
+        for observer in tuple(_observers):
+            observer(handle, _record(digest, key, entry, origin) | {"built": built})
+
+    return handle
+
+
+def _record(digest, key, entry, origin):
+    return {
+        "definition": digest,
+        "key": key,
+        "kernel_name": entry.kernel_name,
+        "launch_name": entry.launch_name,
+        "counters_delta": list(entry.counters_delta),
+        "origin": origin,
+        "source": entry.variants["cuda"].source,
+    }
 
 
 def _generate(annotated_application, options, properties, counters_before):
@@ -176,13 +279,18 @@ def _generate(annotated_application, options, properties, counters_before):
 
     counters_after = counters()
 
+    return _entry(
+        generated,
+        tuple(after - before for after, before in zip(counters_after, counters_before)),
+    )
+
+
+def _entry(generated, counters_delta):
     return Entry(
         kernel_name=generated.kernel_name,
         launch_name=generated.launch_name,
         variants=build_variants(generated),
-        counters_delta=tuple(
-            after - before for after, before in zip(counters_after, counters_before)
-        ),
+        counters_delta=counters_delta,
     )
 
 
@@ -200,9 +308,14 @@ def _store(cache, key, entry):
 
 __all__ = [
     "VARIANTS",
+    "GeneratedSource",
     "Handle",
     "MixedDevicesError",
     "VariantUnavailableError",
+    "from_generated",
     "jit",
     "make",
+    "observe",
+    "rebuild",
+    "unobserve",
 ]

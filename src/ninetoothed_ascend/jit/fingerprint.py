@@ -32,7 +32,32 @@ def kernel_key(*parts):
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    description = repr((environment(), _Describer().describe(parts)))
+    return environment_key(definition_digest(*parts))
+
+
+def definition_digest(*parts):
+    """Return the sha256 hex digest of the kernel's definition alone, without :func:`environment`.
+
+    A manifest (``ninetoothed-ascend record``) stores this digest, so that
+    ``warm`` can compute the key of the same kernel in another environment.
+
+    :param parts: as :func:`kernel_key`.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    description = repr(_Describer().describe(parts))
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+def environment_key(digest):
+    """Return the cache key of a kernel whose :func:`definition_digest` is ``digest``, in this environment.
+
+    :param digest: ``str``, from :func:`definition_digest`.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    description = repr((environment(), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 

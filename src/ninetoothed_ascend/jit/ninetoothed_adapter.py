@@ -16,6 +16,11 @@ NineToothed upgrade touches one module:
   :func:`counters` and :func:`advance_counters` let a cache hit leave them
   where a real generation would have, so the next kernel gets the same names
   (and the same cache key) as in a cold run.
+* :mod:`ninetoothed_ascend.activation` replaces ``ninetoothed.make`` and
+  ``ninetoothed.jit``, the ``jit`` that ``ninetoothed.make`` calls, and the call
+  of NineToothed's kernel handle. The originals, and what a NineToothed handle
+  holds, are read here: :data:`PLAIN_MAKE`, :data:`PLAIN_JIT`,
+  :data:`MAKE_MODULE`, :data:`NineToothedHandle`, :func:`handle_source`.
 """
 
 import contextlib
@@ -23,6 +28,7 @@ import dataclasses
 import functools
 import inspect
 import pathlib
+import sys
 import threading
 import types
 
@@ -38,6 +44,18 @@ from ninetoothed.utils import calculate_default_configs
 DEFAULT_DEVICE_PROPERTIES = {"max_num_regs": 65536, "max_shared_mem": 232448}
 
 _generation_lock = threading.Lock()
+
+#: ``ninetoothed.make`` and ``ninetoothed.jit`` as NineToothed defines them,
+#: taken from their defining modules so that they stay the originals while
+#: :mod:`ninetoothed_ascend.activation` has replaced the package's names.
+MAKE_MODULE = sys.modules["ninetoothed.make"]
+PLAIN_MAKE = MAKE_MODULE.make
+PLAIN_JIT = sys.modules["ninetoothed.jit"].jit
+
+#: The class of what ``ninetoothed.make``/``ninetoothed.jit`` return for
+#: ``caller="torch"``; it keeps the generated module's path in ``_source``,
+#: the kernel in ``_kernel`` and the launch function in ``_launch``.
+NineToothedHandle = sys.modules["ninetoothed.jit"]._Handle
 
 
 @functools.cache
@@ -182,3 +200,24 @@ def advance_counters(delta):
     num_tensors, num_block_sizes = delta
     ninetoothed.Tensor.num_instances += num_tensors
     ninetoothed.block_size._num_block_sizes += num_block_sizes
+
+
+def handle_source(handle):
+    """Return what NineToothed generated for one of its own handles.
+
+    :param handle: a :data:`NineToothedHandle`.
+    :return: :class:`GeneratedSource`.
+    :raises OSError: the generated file is gone.
+    """
+
+    kernel = handle._kernel
+
+    # ``_kernel`` is a ``triton.jit`` function, or an autotuner wrapping one.
+    while not isinstance(kernel, types.FunctionType):
+        kernel = kernel.fn
+
+    return GeneratedSource(
+        source=pathlib.Path(handle._source).read_text(encoding="utf-8"),
+        kernel_name=kernel.__name__,
+        launch_name=handle._launch.__name__,
+    )

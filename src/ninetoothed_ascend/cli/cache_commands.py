@@ -1,0 +1,287 @@
+"""Cache inspection and transport: ``ls``, ``info``, ``clear``, ``export``, ``import``, ``doctor``."""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import site
+import stat
+import sys
+
+import click
+
+from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend.cache import archive
+from ninetoothed_ascend.cli import main
+from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
+
+
+def _cache(cache_dir):
+    return cache_module.Cache(resolve_cache_dir(cache_dir))
+
+
+def _find(cache, prefix):
+    try:
+        return cache.find(prefix)
+    except KeyError as error:
+        raise click.ClickException(error.args[0]) from None
+
+
+@main.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@cache_dir_option
+def list_entries(as_json, cache_dir):
+    """List the cached kernels: key, name, which variants were built, size, age.
+
+    An entry that fails its checks (damaged, untrusted) is listed as such;
+    it is regenerated the next time its kernel is made.
+    """
+
+    cache = _cache(cache_dir)
+    rows = []
+
+    for key in cache.keys():
+        entry = cache.load(key)
+        path = cache.entry_path(key)
+        modified = datetime.datetime.fromtimestamp(path.stat().st_mtime)
+        row = {"key": key, "modified": modified.isoformat(timespec="seconds")}
+
+        if entry is None:
+            row |= {
+                "kernel_name": None,
+                "status": "invalid",
+                "variants": {},
+                "bytes": 0,
+            }
+        else:
+            row |= {
+                "kernel_name": entry.kernel_name,
+                "status": "ok",
+                "variants": {
+                    name: "built" if variant.source is not None else "failed"
+                    for name, variant in entry.variants.items()
+                },
+                "bytes": sum(
+                    len(v.source.encode()) for v in entry.variants.values() if v.source
+                ),
+            }
+
+        rows.append(row)
+
+    if as_json:
+        click.echo(json.dumps({"cache_dir": str(cache.directory), "kernels": rows}))
+        return
+
+    click.echo(f"cache: {cache.directory}")
+
+    for row in rows:
+        variants = " ".join(
+            f"{name}{'' if state == 'built' else '(failed)'}"
+            for name, state in row["variants"].items()
+        )
+        click.echo(
+            f"{row['key'][:12]}  {row['kernel_name'] or '-':<24} "
+            f"{row['status']:<8}{variants:<22}{row['bytes']:>8} B  {row['modified']}"
+        )
+
+    click.echo(f"{len(rows)} kernels")
+
+
+@main.command()
+@click.argument("key")
+@cache_dir_option
+def info(key, cache_dir):
+    """Describe one cached kernel: KEY is its cache key or a unique prefix of it."""
+
+    cache = _cache(cache_dir)
+    key = _find(cache, key)
+    entry = cache.load(key)
+
+    if entry is None:
+        raise click.ClickException(
+            f"the entry of {key} fails its checks (see the log); it is "
+            "regenerated the next time its kernel is made"
+        )
+
+    click.echo(f"key: {key}")
+    click.echo(f"kernel: {entry.kernel_name} (launch: {entry.launch_name})")
+    click.echo(f"entry: {cache.entry_path(key)}")
+    click.echo(f"naming counters advanced by: {list(entry.counters_delta)}")
+
+    for name, variant in entry.variants.items():
+        if variant.source is None:
+            click.echo(f"{name}: not built: {variant.error}")
+            continue
+
+        rewrites = ", ".join(f"{p} x{c}" for p, c in variant.rewrites) or "none"
+        click.echo(
+            f"{name}: {variant.path} ({len(variant.source.encode())} B, "
+            f"sha256 verified); rewrites: {rewrites}"
+        )
+
+
+@main.command()
+@click.argument("keys", nargs=-1)
+@cache_dir_option
+def clear(keys, cache_dir):
+    """Remove cached kernels: those of KEYS (keys or unique prefixes), or all.
+
+    Removes only the cache's own files (kernels/, sources/, locks/), never
+    other files in the directory. Sources still named by a remaining entry stay.
+    """
+
+    cache = _cache(cache_dir)
+    chosen = [_find(cache, key) for key in keys] if keys else None
+    entries, sources = cache.remove(chosen)
+    click.echo(
+        f"removed {entries} kernels and {sources} sources from {cache.directory}"
+    )
+
+
+@main.command("export")
+@click.argument(
+    "output",
+    type=click.Path(dir_okay=False, path_type=pathlib.Path),
+    default="ninetoothed-ascend-cache.tar.gz",
+)
+@click.option(
+    "--key", "keys", multiple=True, help="Export only this kernel (repeatable)."
+)
+@cache_dir_option
+def export_command(output, keys, cache_dir):
+    """Write the cache (or --key kernels) to one archive, OUTPUT (.tar.gz)."""
+
+    cache = _cache(cache_dir)
+    chosen = [_find(cache, key) for key in keys] or None
+
+    try:
+        entries, sources = archive.export_archive(cache, output, chosen)
+    except KeyError as error:
+        raise click.ClickException(error.args[0]) from None
+    except OSError as error:
+        raise click.ClickException(f"cannot write {output}: {error.strerror}") from None
+
+    click.echo(f"exported {entries} kernels ({sources} sources) to {output}")
+
+
+@main.command("import")
+@click.argument("archive_path", type=click.Path(dir_okay=False, path_type=pathlib.Path))
+@cache_dir_option
+def import_command(archive_path, cache_dir):
+    """Add the kernels of an archive written by `export` to the cache.
+
+    Every member is checked (names, sha256 of sources, entry format, sources
+    present) before anything is written; a bad archive changes nothing.
+    """
+
+    cache = _cache(cache_dir)
+
+    try:
+        entries, sources = archive.import_archive(cache, archive_path)
+    except archive.ArchiveError as error:
+        raise click.ClickException(str(error)) from None
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot write to {cache.directory}: {error.strerror}"
+        ) from None
+
+    click.echo(f"imported {entries} kernels ({sources} sources) into {cache.directory}")
+
+
+@main.command()
+def doctor():
+    """Report the toolchain, devices and cache that ninetoothed-ascend would use here.
+
+    Exits with 1 if the cache directory cannot be used as configured.
+    """
+
+    problems = 0
+
+    def line(name, value):
+        click.echo(f"{name + ':':<22}{value}")
+
+    line("python", f"{platform.python_version()} ({sys.executable})")
+    line("ninetoothed", _version("ninetoothed"))
+
+    triton_ascend = _version("triton-ascend")
+    line(
+        "triton",
+        f"triton-ascend {triton_ascend} (Ascend compile check available)"
+        if triton_ascend
+        else f"triton {_version('triton')} (CUDA Triton; no Ascend compile check here)",
+    )
+    line("torch", _version("torch"))
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    line(
+        "cuda devices",
+        ", ".join(
+            torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
+        )
+        if cuda
+        else "none",
+    )
+    npu_version = _version("torch-npu") or _version("torch_npu")
+    npus = "torch_npu not installed"
+
+    if npu_version:
+        try:
+            import torch_npu  # noqa: F401
+
+            npus = f"torch_npu {npu_version}: {torch.npu.device_count()} devices"
+        except Exception as error:  # torch_npu without CANN raises on import
+            npus = f"torch_npu {npu_version}: unusable ({error})"
+
+    line("npu devices", npus)
+
+    explicit = [
+        (name, os.environ[name])
+        for name in cache_module._ENVIRONMENT_VARIABLES
+        if os.environ.get(name)
+    ]
+    line("cache dir set by", ", ".join(f"${n}={v}" for n, v in explicit) or "default")
+
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        directory = cache_module.default_directory()
+
+    line("cache dir", directory)
+
+    for warning in caught:
+        problems += 1
+        line("cache dir problem", str(warning.message))
+
+    info = directory.stat()
+    line(
+        "cache dir permissions",
+        f"{stat.filemode(info.st_mode)} uid {info.st_uid} "
+        f"({'yours' if info.st_uid == os.getuid() else 'NOT yours'})",
+    )
+    cache = cache_module.Cache(directory)
+    line("cached kernels", len(cache.keys()))
+
+    hook = [
+        pathlib.Path(d) / "ninetoothed_ascend.pth"
+        for d in site.getsitepackages() + [site.getusersitepackages()]
+        if (pathlib.Path(d) / "ninetoothed_ascend.pth").exists()
+    ]
+    line(
+        "NINETOOTHED_ASCEND",
+        f"{os.environ.get('NINETOOTHED_ASCEND', '(unset)')}; startup hook: "
+        + (str(hook[0]) if hook else "not installed (editable install?)"),
+    )
+
+    sys.exit(1 if problems else 0)
+
+
+def _version(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,258 @@
+"""Manifests: every kernel a program made, with what is needed to make its variants again.
+
+``ninetoothed-ascend record -- CMD`` runs ``CMD`` with
+``$NINETOOTHED_ASCEND_RECORD`` set to a directory; each Python process of it
+that imports NineToothed activates ninetoothed-ascend, which (through
+:func:`record_from_environment`) writes the kernels that process made to a file
+of its own in that directory when it exits. ``record`` then merges them into
+one manifest, a JSON document:
+
+.. code-block:: json
+
+    {"format": "ninetoothed-ascend-manifest", "version": 1,
+     "command": ["python", "train.py"],
+     "environment": {"python": "3.11.7", "ninetoothed": "0.26.0", ...},
+     "kernels": [{"definition": "<sha256>", "key": "<sha256>",
+                  "kernel_name": "add", "launch_name": "launch_add",
+                  "counters_delta": [12, 1],
+                  "origin": {"arrangement": "pkg.kernels:arrangement",
+                             "application": "pkg.kernels:add"},
+                  "source": "<NineToothed's generated module>",
+                  "variants": {"cuda": "<sha256>", "npu": "<sha256>", "cpu": null},
+                  "calls": [{"device": "cpu", "args": [
+                      {"tensor": [3, 100], "stride": [100, 1], "dtype": "float32"},
+                      {"value": 2}]}]}]}
+
+What makes a kernel again is NineToothed's generated source (``source``,
+the CUDA variant byte for byte) with its definition digest: the NPU and CPU
+variants are the pass pipelines applied to it, and the cache key is the
+digest combined with the warming environment. Recording the defining module
+and attribute instead would not do: operator libraries make kernels inside
+functions, at run time, from the ndim and dtype of their inputs, and the key
+depends on NineToothed's naming counters at that moment in that program.
+``origin`` names those functions for people. ``calls`` are the argument types
+of the first call per device type, which the Ascend compile check needs
+(``ninetoothed-ascend check KEY``).
+"""
+
+import atexit
+import json
+import os
+import pathlib
+import uuid
+
+import torch
+
+from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend.jit import Handle, observe
+from ninetoothed_ascend.jit.fingerprint import environment
+
+FORMAT = "ninetoothed-ascend-manifest"
+VERSION = 1
+
+#: Set by ``record`` to the directory where each process writes its kernels.
+RECORD_VARIABLE = "NINETOOTHED_ASCEND_RECORD"
+
+_KERNEL_FIELDS = {
+    "definition": str,
+    "key": str,
+    "kernel_name": str,
+    "launch_name": str,
+    "counters_delta": list,
+    "source": str,
+    "variants": dict,
+}
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be read: the message says which file and why, in one line."""
+
+
+def environment_description():
+    """Return :func:`~ninetoothed_ascend.jit.fingerprint.environment` as a ``dict``."""
+
+    return dict(environment())
+
+
+class _Recorder:
+    def __init__(self, directory):
+        self.directory = pathlib.Path(directory)
+        self.kernels = {}
+
+    def __call__(self, handle, record):
+        record = {name: value for name, value in record.items() if name != "built"}
+        kernel = self.kernels.setdefault(record["key"], record | {"calls": []})
+        kernel["variants"] = {
+            name: variant.digest if variant.source is not None else None
+            for name, variant in handle._entry.variants.items()
+        }
+        handle._recorded_calls = kernel["calls"]
+        handle.__class__ = _RecordingHandle
+
+    def write(self):
+        if not self.kernels:
+            return
+
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "environment": environment_description(),
+            "kernels": list(self.kernels.values()),
+        }
+        path = self.directory / f"{os.getpid()}-{uuid.uuid4().hex}.json"
+        cache_module._write_atomically(path, json.dumps(document).encode("utf-8"))
+
+
+class _RecordingHandle(Handle):
+    """A :class:`Handle` that notes the argument types of its first call per device type."""
+
+    def __call__(self, *args, **kwargs):
+        # Noted before the call, so that a call that fails is recorded too.
+        device = next(
+            (a.device.type for a in args if isinstance(a, torch.Tensor)), None
+        )
+
+        if all(call["device"] != device for call in self._recorded_calls):
+            self._recorded_calls.append(
+                {"device": device, "args": [_describe_argument(a) for a in args]}
+            )
+
+        return super().__call__(*args, **kwargs)
+
+
+def _describe_argument(arg):
+    if isinstance(arg, torch.Tensor):
+        return {
+            "tensor": list(arg.shape),
+            "stride": list(arg.stride()),
+            "dtype": str(arg.dtype).removeprefix("torch."),
+        }
+
+    if isinstance(arg, (bool, int, float)) or arg is None:
+        return {"value": arg}
+
+    return {"unsupported": type(arg).__name__}
+
+
+def record_from_environment():
+    """Start recording if ``$NINETOOTHED_ASCEND_RECORD`` names a directory (see module docstring)."""
+
+    directory = os.environ.get(RECORD_VARIABLE)
+
+    if not directory:
+        return
+
+    recorder = _Recorder(directory)
+    observe(recorder)
+    atexit.register(recorder.write)
+
+
+def merge(directory, command):
+    """Merge the files that recording processes wrote to ``directory`` into one manifest.
+
+    :param directory: ``pathlib.Path``.
+    :param command: ``list`` of ``str``, the recorded command.
+    :return: ``dict``, the manifest (kernels in the order first made, each once).
+    """
+
+    kernels = {}
+    environments = []
+
+    for path in sorted(
+        pathlib.Path(directory).glob("*.json"), key=lambda p: p.stat().st_mtime
+    ):
+        document = read(path)
+        environments.append(document["environment"])
+
+        for kernel in document["kernels"]:
+            kernels.setdefault(kernel["key"], kernel)
+
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "command": list(command),
+        "environment": environments[0] if environments else environment_description(),
+        "kernels": list(kernels.values()),
+    }
+
+
+def write(path, manifest):
+    """Write ``manifest`` to ``path`` atomically (all or nothing).
+
+    :raises OSError: the file cannot be written.
+    """
+
+    path = pathlib.Path(path)
+    cache_module._write_atomically(
+        path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
+    )
+
+
+def read(path):
+    """Read and validate a manifest.
+
+    :param path: ``str`` or ``pathlib.Path``.
+    :return: ``dict``.
+    :raises ManifestError: unreadable, not JSON, not a manifest, another
+        version, or a kernel record missing a field.
+    """
+
+    try:
+        document = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ManifestError(f"cannot read manifest {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise ManifestError(f"{path} is not JSON: {error}") from None
+
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ManifestError(
+            f'{path} is not a ninetoothed-ascend manifest (no "format": "{FORMAT}")'
+        )
+
+    if document.get("version") != VERSION:
+        raise ManifestError(
+            f"{path} is manifest version {document.get('version')!r}; this "
+            f"ninetoothed-ascend reads version {VERSION}: record it again"
+        )
+
+    kernels = document.get("kernels")
+
+    if not isinstance(kernels, list):
+        raise ManifestError(f"{path} has no list of kernels")
+
+    for index, kernel in enumerate(kernels):
+        for field, kind in _KERNEL_FIELDS.items():
+            if not isinstance(kernel, dict) or not isinstance(kernel.get(field), kind):
+                raise ManifestError(
+                    f"{path}: kernel {index} has no valid {field!r} field"
+                )
+
+    return document
+
+
+def call_inputs(call):
+    """Make CPU arguments with the types of a recorded call (for the compile check).
+
+    :param call: ``dict``, one of a kernel's ``calls``.
+    :return: ``tuple``: uninitialized tensors of the recorded shape, strides
+        and dtype, and the recorded scalar values.
+    :raises ManifestError: an argument type was not recorded.
+    """
+
+    inputs = []
+
+    for arg in call["args"]:
+        if "tensor" in arg:
+            inputs.append(
+                torch.empty_strided(
+                    arg["tensor"], arg["stride"], dtype=getattr(torch, arg["dtype"])
+                )
+            )
+        elif "value" in arg:
+            inputs.append(arg["value"])
+        else:
+            raise ManifestError(
+                f"an argument of type {arg.get('unsupported')} was not recorded"
+            )
+
+    return tuple(inputs)

@@ -1,0 +1,282 @@
+"""Warming a cache ahead of time, from a manifest or from modules (``ninetoothed-ascend warm``).
+
+From a manifest (:mod:`ninetoothed_ascend.manifest`) recorded with the same
+Python and NineToothed versions, each kernel is one task:
+its NPU and CPU variants are built again from NineToothed's recorded source
+through this installation's pass pipelines and stored under the key that this
+environment gives the recorded definition. With the same ninetoothed-ascend
+as the recording, every variant must come out byte for byte as recorded; a
+difference fails the task.
+
+From a module (a ``.py`` file, a directory of them, or a dotted module or
+package name), each module is one task, imported in a fresh process: every
+kernel it makes while being imported is built and stored. NineToothed names
+tensors from process-wide counters that are part of the key, so this warms
+exactly the kernels of a program that imports that module first; for any other
+program (and for kernels made at run time), record the program instead.
+"""
+
+import concurrent.futures
+import dataclasses
+import importlib
+import importlib.util
+import multiprocessing
+import os
+import pathlib
+import pkgutil
+import sys
+import time
+
+#: ``status`` of a :class:`Result`.
+BUILT, CACHED, FAILED = "built", "cached", "failed"
+
+
+@dataclasses.dataclass
+class Result:
+    """What warming one kernel did.
+
+    :param kernel_name: ``str``.
+    :param key: ``str`` (sha256 hex) or ``None`` when the task failed before one was known.
+    :param status: :data:`BUILT`, :data:`CACHED` or :data:`FAILED`.
+    :param seconds: ``float``, wall time of the task (for a module: of the
+        whole import, shared by its kernels).
+    :param origin: ``str``, the manifest or module it came from.
+    :param detail: ``str``, why it failed.
+    """
+
+    kernel_name: str
+    key: str | None
+    status: str
+    seconds: float
+    origin: str
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One unit of work for a worker process: a manifest kernel or a module."""
+
+    kind: str  # "kernel" or "module"
+    payload: object
+    origin: str
+
+
+def manifest_tasks(document, path):
+    """Return one :class:`Task` per kernel of a manifest read by :func:`ninetoothed_ascend.manifest.read`."""
+
+    from ninetoothed_ascend.manifest import environment_description
+
+    here = environment_description()
+    recorded = document.get("environment", {})
+
+    # The recorded source is what this NineToothed on this Python generates;
+    # the installed Triton does not enter it (a kernel recorded with CUDA
+    # Triton 3.9 and with triton-ascend 3.2 has the same source, docs/cache.md).
+    for name in ("python", "ninetoothed"):
+        if recorded.get(name) != here[name]:
+            raise ValueError(
+                f"{path} was recorded with {name} {recorded.get(name)}, this "
+                f"environment has {here[name]}: record it again here"
+            )
+
+    identical = recorded.get("ninetoothed-ascend") == here["ninetoothed-ascend"]
+
+    return [
+        Task("kernel", (kernel, identical), str(path)) for kernel in document["kernels"]
+    ]
+
+
+def module_tasks(target):
+    """Return one :class:`Task` per module that ``target`` names.
+
+    :param target: ``str``: a ``.py`` file, a directory (every ``.py`` file
+        under it but ``__init__.py`` and ``__main__.py``), or a dotted module
+        or package name (a package: each of its modules).
+    :raises ValueError: ``target`` is none of these (one line).
+    """
+
+    path = pathlib.Path(target)
+
+    if path.is_file() and path.suffix == ".py":
+        return [Task("module", ("path", str(path.resolve())), str(path))]
+
+    if path.is_dir():
+        files = sorted(
+            file
+            for file in path.rglob("*.py")
+            if file.name not in ("__init__.py", "__main__.py")
+        )
+
+        if not files:
+            raise ValueError(f"{target}: no Python modules under this directory")
+
+        return [Task("module", ("path", str(f.resolve())), str(f)) for f in files]
+
+    try:
+        spec = importlib.util.find_spec(target)
+    except (ImportError, ValueError):
+        spec = None
+
+    if spec is None:
+        raise ValueError(f"{target}: no such file, directory or importable module")
+
+    names = [target]
+
+    if spec.submodule_search_locations is not None:
+        names += [
+            info.name
+            for info in pkgutil.walk_packages(
+                spec.submodule_search_locations, prefix=f"{target}."
+            )
+            if not info.name.endswith(".__main__")
+        ]
+
+    return [Task("module", ("name", name), name) for name in names]
+
+
+def run(tasks, jobs, cache_dir, on_result=None):
+    """Run ``tasks`` in ``jobs`` processes; return every :class:`Result`.
+
+    :param tasks: ``list`` of :class:`Task`.
+    :param jobs: ``int`` >= 1, worker processes.
+    :param cache_dir: ``pathlib.Path``, the cache to fill.
+    :param on_result: called with the ``list`` of results of each finished task.
+    :return: ``list`` of :class:`Result`, in task order.
+    """
+
+    modules = any(task.kind == "module" for task in tasks)
+    # A module must be imported with NineToothed's counters at zero: one fresh
+    # process per module. Manifest kernels carry their own state; forked
+    # workers that keep what they imported serve them fastest.
+    if modules or "fork" not in multiprocessing.get_all_start_methods():
+        context, per_child = multiprocessing.get_context("spawn"), 1
+    else:
+        context, per_child = multiprocessing.get_context("fork"), None
+
+    results = [None] * len(tasks)
+
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, max_tasks_per_child=per_child
+    ) as pool:
+        futures = {
+            pool.submit(_run_task, task, str(cache_dir)): index
+            for index, task in enumerate(tasks)
+        }
+
+        for future in concurrent.futures.as_completed(futures):
+            task = tasks[futures[future]]
+
+            try:
+                done = future.result()
+            except Exception as error:  # a worker that died
+                done = [Result("?", None, FAILED, 0.0, task.origin, _one_line(error))]
+
+            results[futures[future]] = done
+
+            if on_result is not None:
+                on_result(done)
+
+    return [result for done in results for result in done]
+
+
+def _run_task(task, cache_dir):
+    os.environ["NINETOOTHED_ASCEND_CACHE_DIR"] = cache_dir
+
+    if task.kind == "kernel":
+        return [_warm_kernel(*task.payload, task.origin, cache_dir)]
+
+    return _warm_module(task.payload, task.origin)
+
+
+def _warm_kernel(kernel, identical, origin, cache_dir):
+    from ninetoothed_ascend.cache import Cache
+    from ninetoothed_ascend.jit import GeneratedSource, rebuild
+
+    start = time.perf_counter()
+
+    try:
+        handle, built = rebuild(
+            kernel["definition"],
+            GeneratedSource(
+                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+            ),
+            kernel["counters_delta"],
+            cache=Cache(cache_dir),
+        )
+    except Exception as error:
+        return Result(
+            kernel["kernel_name"],
+            None,
+            FAILED,
+            time.perf_counter() - start,
+            origin,
+            _one_line(error),
+        )
+
+    seconds = time.perf_counter() - start
+    digests = {
+        name: variant.digest if variant.source is not None else None
+        for name, variant in handle._entry.variants.items()
+    }
+    status, detail = BUILT if built else CACHED, ""
+
+    if identical and digests != kernel["variants"]:
+        differing = sorted(
+            name for name in digests if digests[name] != kernel["variants"].get(name)
+        )
+        status = FAILED
+        detail = (
+            f"variants {', '.join(differing)} differ from the recorded ones, "
+            "with the same ninetoothed-ascend"
+        )
+
+    return Result(handle.kernel_name, handle.key, status, seconds, origin, detail)
+
+
+def _warm_module(payload, origin):
+    from ninetoothed_ascend.jit import observe
+
+    kind, target = payload
+    made = []
+    observe(lambda handle, record: made.append(record))
+    start = time.perf_counter()
+
+    try:
+        if kind == "name":
+            importlib.import_module(target)
+        else:
+            _import_path(pathlib.Path(target))
+    except BaseException as error:  # SystemExit of a script counts as a failure too
+        return [
+            Result(
+                "?", None, FAILED, time.perf_counter() - start, origin, _one_line(error)
+            )
+        ]
+
+    seconds = time.perf_counter() - start
+
+    return [
+        Result(
+            record["kernel_name"],
+            record["key"],
+            BUILT if record["built"] else CACHED,
+            seconds,
+            origin,
+        )
+        for record in made
+    ]
+
+
+def _import_path(path):
+    # Importable siblings, as when the module is run as a script.
+    sys.path.insert(0, str(path.parent))
+    name = f"_ninetoothed_ascend_warm_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+def _one_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"

@@ -1,0 +1,5 @@
+import sys
+
+from downstream_ops.ops import OPS, main
+
+main(sys.argv[1:] or OPS)
