@@ -15,10 +15,12 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.grid import PersistentGrid
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 
 #: The NPU pipeline.
 PIPELINE = (
@@ -28,6 +30,8 @@ PIPELINE = (
     LowerClamp,
     UseHf32InDot,
     RemapLibdevice,
+    FitUnifiedBuffer,
+    PersistentGrid,
     DeferAutotune,
 )
 
@@ -47,9 +51,11 @@ __all__ = [
     "PIPELINE",
     "DeferAutotune",
     "FillMaskedLoads",
+    "FitUnifiedBuffer",
     "FoldTrueMask",
     "LowerClamp",
     "Pass",
+    "PersistentGrid",
     "PipelineError",
     "RemapLibdevice",
     "RewriteError",
