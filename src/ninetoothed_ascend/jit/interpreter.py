@@ -7,6 +7,7 @@ import triton
 import triton.language
 
 from ninetoothed_ascend.ascendify.base import (
+    MaskPass,
     Pass,
     RewriteError,
     autotune_assignments,
@@ -192,6 +193,29 @@ class _RangeBoundWrapper(ast.NodeTransformer):
         return node
 
 
+class BoolMasks(MaskPass):
+    """Give every load and store mask boolean data.
+
+    Constraint: Triton 3.9's interpreter computes ``scalar_int1 & block_int1``
+    with ``int32`` data while typing it ``int1`` (reproduced on a 5-line
+    kernel: ``(pid < n) & (tl.arange(0, B) < B)`` holds ``int32`` data), and
+    its ``load``/``store`` then refuse the mask ("mask has unsupported
+    dtype"). Compiled Triton is not affected. NineToothed's CUDA masks start
+    with a block term, so the CPU variant rarely meets this; the NPU
+    variant's masks end with scalar terms (``ScalarizeTileLowerBounds``), so
+    its emulation always does.
+
+    Each ``mask=m`` becomes ``mask=(m) != 0``.
+    """
+
+    def rewrite_mask(self, mask):
+        self.rewrote()
+
+        # A cast to the type the mask already has is a no-op; a comparison
+        # makes new boolean data.
+        return ast.Compare(mask, [ast.NotEq()], [ast.Constant(0)])
+
+
 class FixAutotuneConfig(Pass):
     """Replace the autotuner with one config, chosen without a benchmarker.
 
@@ -238,6 +262,7 @@ class FixAutotuneConfig(Pass):
 #: The CPU pipeline.
 PIPELINE = (
     IndexLoopBounds,
+    BoolMasks,
     BindLanguageModule,
     InterpretKernels,
     InterpretLanguageFunctions,
