@@ -20,6 +20,7 @@ from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
 from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 
 #: The NPU pipeline.
@@ -31,6 +32,7 @@ PIPELINE = (
     UseHf32InDot,
     RemapLibdevice,
     FitUnifiedBuffer,
+    SplitSubBlocks,
     PersistentGrid,
     DeferAutotune,
 )
@@ -61,6 +63,7 @@ __all__ = [
     "RewriteError",
     "Rewritten",
     "ScalarizeTileLowerBounds",
+    "SplitSubBlocks",
     "UseHf32InDot",
     "ascendify",
     "run_pipeline",
