@@ -356,8 +356,9 @@ class _Model:
             for tile in tiles:
                 result = _broadcast(result, tile)
 
-        if result is not None and elem is not None:
-            result = _Tile(result.shape, elem)
+        if result is not None:
+            # A new value: one buffer, whatever its operands' buffering.
+            result = _Tile(result.shape, elem if elem is not None else result.elem)
 
         fresh = result.bytes if result is not None else 0
 
