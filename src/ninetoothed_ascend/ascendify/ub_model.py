@@ -224,7 +224,9 @@ class _Model:
         }
         self.tiles = {}
         self.loads = 0
-        statements = list(_flatten(kernel.body, None))
+        self.statement_loads = set()
+        self.statement_loads_tiles = {}
+        statements = list(_flatten(kernel.body, None, self.static_test))
         last_use = _last_uses(statements)
         defined_at = {}
         peak, peak_line = 0, kernel.lineno
@@ -235,6 +237,10 @@ class _Model:
                 for name, start in defined_at.items()
                 if name in self.tiles and start < position <= last_use.get(name, -1)
             )
+            # Identical loads within a statement are one buffer: triton-adapter
+            # (CSE) emits one ``memref.alloc`` for NineToothed's repeated
+            # ``load(x) - max(load(x))``.
+            self.statement_loads = set()
             used = self.statement(statement)
 
             if live + used > peak:
@@ -371,6 +377,9 @@ class _Model:
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
 
         if function == "load":
+            if ast.dump(node) in self.statement_loads:
+                return self.statement_loads_tiles[ast.dump(node)], 0, 0
+
             pointer = arguments.get(0, arguments.get("pointer"))
             mask = arguments.get(1, arguments.get("mask"))
             shape = _broadcast(self.shape_of(pointer), self.shape_of(mask))
@@ -385,6 +394,8 @@ class _Model:
                 self.copies,
             )
             self.loads += tile.bytes // self.copies
+            self.statement_loads.add(ast.dump(node))
+            self.statement_loads_tiles[ast.dump(node)] = tile
 
             return tile, tile.bytes, tile.bytes
 
@@ -468,6 +479,28 @@ class _Model:
 
         return shape
 
+    def static_test(self, test):
+        """The value of an ``if`` test on constexpr integers, or ``None`` if it is not one."""
+
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+
+        try:
+            left, right = self.integer(test.left), self.integer(test.comparators[0])
+        except UnknownSize:
+            return None
+
+        compare = {
+            ast.Lt: int.__lt__,
+            ast.LtE: int.__le__,
+            ast.Gt: int.__gt__,
+            ast.GtE: int.__ge__,
+            ast.Eq: int.__eq__,
+            ast.NotEq: int.__ne__,
+        }.get(type(test.ops[0]))
+
+        return None if compare is None else compare(left, right)
+
     def integer(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
@@ -504,18 +537,30 @@ class _Model:
         return DTYPE_BYTES.get(name.rsplit(".", 1)[-1], DEFAULT_ELEM_BYTES)
 
 
-def _flatten(body, loop):
-    """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies."""
+def _flatten(body, loop, static_test):
+    """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies.
+
+    An ``if`` on constexpr values keeps only the branch Triton compiles.
+    """
 
     for statement in body:
+        if isinstance(statement, ast.If):
+            taken = static_test(statement.test)
+
+            if taken is not None:
+                yield from _flatten(
+                    statement.body if taken else statement.orelse, loop, static_test
+                )
+                continue
+
         yield statement, loop
 
         if isinstance(statement, (ast.For, ast.While)):
-            yield from _flatten(statement.body, statement)
-            yield from _flatten(statement.orelse, loop)
+            yield from _flatten(statement.body, statement, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
         elif isinstance(statement, ast.If):
-            yield from _flatten(statement.body, loop)
-            yield from _flatten(statement.orelse, loop)
+            yield from _flatten(statement.body, loop, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
 
 
 def _last_uses(statements):
