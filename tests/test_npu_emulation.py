@@ -1,6 +1,6 @@
 """Level 3, emulation: the NPU variant itself (persistent grid, UB-fitted configs, sub-blocks) against torch.
 
-On the CPU the NPU source runs on Triton's interpreter (``npu_emulation``);
+On the CPU the NPU source runs on Triton's interpreter (``jit/emulation.py``);
 on a CUDA GPU, where there is one, it runs as compiled Triton. Neither is an
 NPU: these check the rewritten program's semantics, not triton-ascend.
 """
@@ -11,10 +11,10 @@ import re
 import pytest
 import torch
 from helpers import example_cases, load_example, shared_example
-from npu_emulation import emulated_npu_launch
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+from ninetoothed_ascend.jit.emulation import npu_launch_on_interpreter
 
 
 def assert_matches(module, output, expected, dtype):
@@ -34,7 +34,7 @@ def assert_matches(module, output, expected, dtype):
 )
 def test_npu_variant_matches_torch_on_the_interpreter(name, dtype, case):
     module = shared_example(name)
-    launch, _ = emulated_npu_launch(module.kernel)
+    launch, _ = npu_launch_on_interpreter(module.kernel)
     inputs = module.inputs("cpu", dtype, **case)
 
     assert_matches(
@@ -55,7 +55,9 @@ def test_persistent_grid_covers_every_task_with_few_cores(monkeypatch):
     # (test_npu_variant_on_cuda_launches_more_than_65535_tasks).
     monkeypatch.setenv("NINETOOTHED_ASCEND_NUM_VECTORCORE", "3")
     module = load_example("add")
-    launch, npu = emulated_npu_launch(module.kernel, block_config(module.kernel, 64))
+    launch, npu = npu_launch_on_interpreter(
+        module.kernel, block_config(module.kernel, 64)
+    )
     generator = torch.Generator().manual_seed(1)
     input, other = (torch.randn(64 * 40 + 7, generator=generator) for _ in range(2))
 
@@ -78,7 +80,7 @@ def test_rows_too_large_for_the_ub_are_split_into_sub_blocks(
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
     module = load_example(name)
     source = module.kernel.source("npu")
-    launch, _ = emulated_npu_launch(module.kernel)
+    launch, _ = npu_launch_on_interpreter(module.kernel)
     generator = torch.Generator().manual_seed(2)
     input = torch.randn(shape, generator=generator).to(dtype)
     inputs = (input,) + module.inputs("cpu", dtype)[1:]

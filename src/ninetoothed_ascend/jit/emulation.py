@@ -1,4 +1,4 @@
-"""Run a kernel's NPU variant on Triton's CPU interpreter (level 3: emulation).
+"""Run a kernel's NPU variant on Triton's CPU interpreter (level 3: emulation, not an NPU).
 
 The NPU source, exactly as the ``ascendify`` pipeline wrote it, is put through
 the CPU pipeline (``jit/interpreter.py``) after one undo: the autotuner that
@@ -84,12 +84,13 @@ def npu_source_for_interpreter(npu_source, config=None):
     return run_pipeline(ast.unparse(tree), interpreter.PIPELINE).source
 
 
-def emulated_npu_launch(handle, config=None):
+def npu_launch_on_interpreter(handle, config=None):
     """The launch function of ``handle``'s NPU variant on the CPU interpreter.
 
     :param handle: :class:`~ninetoothed_ascend.Handle`.
     :param config: see :func:`npu_source_for_interpreter`.
-    :return: ``callable``, taking what the handle's launch function takes.
+    :return: ``(launch, module)``: the launch function, taking what the
+        handle's launch function takes, and the module it lives in.
     """
 
     source = npu_source_for_interpreter(handle.source("npu"), config)
