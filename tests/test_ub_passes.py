@@ -356,3 +356,31 @@ def test_npu_grid_is_the_task_count_when_it_is_smaller_than_the_cores():
     (name,) = kernel_configs(ast.parse(module.kernel.source("npu")))[0][1][0]
 
     assert grid({name: 64}) == (2,)
+
+
+def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
+    source, count = rewrite(
+        SplitSubBlocks,
+        SOFTMAX.replace("tl.exp(", "tl.cumsum(")
+        + "\ndef launch(p, q, n, C, P):\n    kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+    )
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args: launched.append(args)
+
+    namespace = {"kernel": Kernel()}
+    exec(ast.unparse(ast.parse(source).body[-1]), namespace)
+
+    assert count == 1
+    namespace["launch"](0, 0, 1, 200, 256)
+    assert launched == [(0, 0, 1, 200, 256)]
+
+    with pytest.raises(
+        ValueError,
+        match="cannot run a block of 512 lanes on Ascend: at most 256 lanes fit "
+        "the 4096-byte Unified Buffer",
+    ):
+        namespace["launch"](0, 0, 1, 300, 512)

@@ -86,7 +86,9 @@ class SplitSubBlocks(Pass):
     normalize form, as numerically stable as the one-block form. Loads are
     repeated per pass (the price of the split; only paid when ``P > S``).
 
-    A kernel it does not apply to is left unchanged (docs/ub.md lists why).
+    A kernel it does not apply to keeps its body, and its launch refuses a
+    block of more than ``S`` lanes with an error that names the limit
+    (docs/ub.md lists what cannot be split).
     """
 
     def visit_Module(self, node):
@@ -107,7 +109,60 @@ class SplitSubBlocks(Pass):
             ):
                 self.split(statement, budget)
 
+        for kernel, extent, sub in self.guards:
+            self.guard(node, kernel, extent, sub, budget)
+
         return node
+
+    def run(self, tree):
+        self.guards = []
+
+        return super().run(tree)
+
+    def guard(self, module, kernel, extent, sub, budget):
+        """Make the launch refuse a block the kernel cannot fit, naming the limit.
+
+        A block larger than ``sub`` lanes would overflow the UB and fail in
+        ``bishengir-compile`` with "ub overflow"; the launch fails first, with
+        the model's numbers.
+        """
+
+        position = [argument.arg for argument in kernel.args.args].index(extent)
+        limit = (
+            f"at most {sub} lanes fit the {budget}-byte Unified Buffer by the UB model"
+            if sub
+            else f"not even 1 lane fits the {budget}-byte Unified Buffer by the UB model"
+        )
+
+        for function in module.body:
+            if not isinstance(function, ast.FunctionDef) or function is kernel:
+                continue
+
+            for statement in list(function.body):
+                call = statement.value if isinstance(statement, ast.Expr) else None
+
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Subscript)
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == kernel.name
+                    and len(call.args) > position
+                ):
+                    continue
+
+                block = ast.unparse(call.args[position])
+                message = (
+                    f"kernel `{kernel.name}` cannot run a block of {{}} lanes on "
+                    f"Ascend: {limit} (docs/ub.md), and SplitSubBlocks cannot "
+                    "split this kernel."
+                )
+                check = ast.parse(
+                    f"if {block} > {sub}:\n"
+                    f"    raise ValueError({message!r}.format({block}))"
+                ).body[0]
+                index = function.body.index(statement)
+                function.body.insert(index, check)
+                self.rewrote()
 
     def split(self, kernel, budget):
         constexprs = {
@@ -133,7 +188,12 @@ class SplitSubBlocks(Pass):
         (extent,) = extents
         sub = _largest_fitting(kernel, self.aliases, extent, budget)
 
-        if sub is None or not self.splittable(kernel, extent):
+        if sub is None:
+            return
+
+        if sub == 0 or not self.splittable(kernel, extent):
+            self.guards.append((kernel, extent, sub))
+
             return
 
         splitter = _Splitter(self, extent, sub)
@@ -148,6 +208,8 @@ class SplitSubBlocks(Pass):
         split_body = splitter.run(rest)
 
         if split_body is None:
+            self.guards.append((kernel, extent, sub))
+
             return
 
         test = ast.parse(f"{extent} <= {sub}", mode="eval").body
@@ -182,6 +244,8 @@ class SplitSubBlocks(Pass):
 
 
 def _largest_fitting(kernel, aliases, extent, budget):
+    """The largest power of two of lanes that fits; 0 if none does, ``None`` if the model cannot tell."""
+
     size = MAX_SUB_BLOCK
 
     try:
@@ -193,7 +257,7 @@ def _largest_fitting(kernel, aliases, extent, budget):
     except UnknownSize:
         return None
 
-    return None
+    return 0
 
 
 class _Splitter:
