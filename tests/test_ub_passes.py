@@ -13,7 +13,7 @@ from ninetoothed_ascend.ascendify import (
     RewriteError,
     SplitSubBlocks,
 )
-from ninetoothed_ascend.ascendify.base import import_aliases
+from ninetoothed_ascend.ascendify.base import import_aliases, resolve
 from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
 from ninetoothed_ascend.ascendify.ub_model import (
     Soc,
@@ -282,35 +282,37 @@ def test_every_npu_config_of_every_example_fits_the_ub(name, dtype, case):
     module = shared_example(name)
     tree = ast.parse(module.kernel.source("npu"))
     aliases = import_aliases(tree)
-    configs = kernel_configs(tree)
+    function = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == module.kernel.kernel_name
+    )
+    # The launch's constexprs (caller-given block sizes, shapes made
+    # constexpr), with each autotune config on top.
+    # Recorded through the CPU variant: same kernel parameters and launch
+    # code, and importable where the NPU variant's libdevice is not.
+    _, args, kwargs = record_launch(
+        module, module.inputs("cpu", dtype, **case), variant="cpu"
+    )
+    names = [argument.arg for argument in function.args.args]
+    named = dict(zip(names, args)) | kwargs
+    constants = {
+        argument.arg: named[argument.arg]
+        for argument in function.args.args
+        if argument.annotation is not None
+        and resolve(argument.annotation, aliases) == "triton.language.constexpr"
+        and argument.arg in named
+    }
+    configs = [sizes for _, configs in kernel_configs(tree) for sizes in configs]
 
-    if not configs:
-        # No autotuning: the block sizes are the launch's constexprs.
-        call = record_launch(module, module.inputs("cpu", dtype, **case))
-        kernel = getattr(module.kernel.module("npu"), module.kernel.kernel_name)
-        named = dict(zip(kernel.arg_names, call[1])) | call[2]
-        constants = {
-            param.name: named[param.name]
-            for param in kernel.params
-            if param.is_constexpr
-        }
-        function = next(
-            node
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef)
-            and node.name == module.kernel.kernel_name
-        )
-        configs = [(function, [constants])]
-
-    for function, sizes in configs:
-        for config in sizes:
-            assert footprint(function, aliases, config).peak <= soc().ub_bytes, config
+    for config in configs or [{}]:
+        assert footprint(function, aliases, constants | config).peak <= soc().ub_bytes
 
 
-def record_launch(module, inputs):
-    """Call the NPU launch function with the kernel replaced; return ``(grid, args, kwargs)``."""
+def record_launch(module, inputs, variant="npu"):
+    """Call a variant's launch function with the kernel replaced; return ``(grid, args, kwargs)``."""
 
-    npu = module.kernel.module("npu")
+    npu = module.kernel.module(variant)
     name = module.kernel.kernel_name
     launched = (
         f"{name}_with_auto_tuning" if f"{name}_with_auto_tuning" in vars(npu) else name

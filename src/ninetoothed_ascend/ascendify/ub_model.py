@@ -511,6 +511,17 @@ class _Model:
 
             raise UnknownSize(node.id)
 
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Tuple)
+            and isinstance(node.slice, (ast.Constant, ast.UnaryOp))
+        ):
+            # NineToothed writes a tile's dimension as ``(d0, d1, ...)[i]``.
+            index = ast.literal_eval(node.slice)
+
+            if isinstance(index, int):
+                return self.integer(node.value.elts[index])
+
         if isinstance(node, ast.BinOp):
             left, right = self.integer(node.left), self.integer(node.right)
             operators = {
