@@ -386,3 +386,25 @@ def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(monkeypatch)
         "the 4096-byte Unified Buffer",
     ):
         namespace["launch"](0, 0, 1, 300, 512)
+
+
+def test_persistent_grid_gives_each_task_its_own_copy_of_reassigned_parameters():
+    source, _ = rewrite(
+        PersistentGrid,
+        """
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def kernel(offsets, n, seq_len):
+            pid = tl.program_id(0)
+            x = seq_len + 1
+            seq_len = tl.load(offsets + pid + 1) - tl.load(offsets + pid)
+            tl.store(offsets, seq_len + x)
+        def launch(a):
+            kernel[lambda meta: (a.size(0),)](a, a.size(0), 3)
+        """,
+    )
+
+    assert "x = seq_len + 1" in source
+    assert "seq_len_in_task = tl.load(offsets + pid + 1)" in source
+    assert "tl.store(offsets, seq_len_in_task + x)" in source

@@ -117,7 +117,15 @@ class PersistentGrid(Pass):
             f"for {pid} in range(ninetoothed_first_task, ninetoothed_num_tasks, "
             "triton.language.num_programs(0)):\n    pass"
         ).body[0]
-        loop.body = kernel.body[position + 1 :] or [ast.Pass()]
+        outer = {argument.arg for argument in kernel.args.args} | {
+            node.id
+            for statement in kernel.body[: position + 1]
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+        loop.body = _rename_outer_assignments(
+            kernel, kernel.body[position + 1 :], outer
+        ) or [ast.Pass()]
         kernel.body[position].targets = [
             ast.Name("ninetoothed_first_task", ast.Store())
         ]
@@ -157,6 +165,71 @@ def ninetoothed_num_cores(cube):
         ninetoothed_core_counts[cube] = max(1, min(int(count), {max_core_dim}))
     return ninetoothed_core_counts[cube]
 '''
+
+
+def _rename_outer_assignments(kernel, body, outer):
+    """Give the task loop its own copy of each parameter or earlier variable it assigns.
+
+    NineToothed assigns some parameters in the body (a jagged tensor's
+    ``seq_len``, from its offsets). Inside the task loop such a name would
+    be loop-carried: the next task would see the previous task's value, and
+    Triton refuses a type change ("Loop-carried variable ... has initial type
+    int32 but is re-assigned to int64", measured on jagged_softmax). From its
+    first assignment on, the name becomes ``<name>_in_task``.
+    """
+
+    renamed = {}
+    result = []
+
+    for statement in body:
+        if isinstance(statement, ast.Assign):
+            statement.value = _Rename(renamed).visit(statement.value)
+            targets = {
+                node.id
+                for target in statement.targets
+                for node in ast.walk(target)
+                if isinstance(node, ast.Name)
+            }
+
+            for name in targets & outer:
+                renamed[name] = f"{name}_in_task"
+
+            statement.targets = [
+                _Rename(renamed).visit(target) for target in statement.targets
+            ]
+        else:
+            nested = {
+                node.id
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Store)
+                and node.id in outer
+            }
+
+            if nested:
+                raise RewriteError(
+                    f"kernel `{kernel.name}` assigns {', '.join(sorted(nested))}, "
+                    "defined before the task loop, inside a nested block.",
+                    "PersistentGrid can only give the task loop its own copy of "
+                    "a name assigned at the top level of the kernel.",
+                )
+
+            statement = _Rename(renamed).visit(statement)
+
+        result.append(statement)
+
+    return result
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, names):
+        self._names = names
+
+    def visit_Name(self, node):
+        if node.id in self._names:
+            return ast.copy_location(ast.Name(self._names[node.id], node.ctx), node)
+
+        return node
 
 
 def _program_id_statement(owner, kernel):
