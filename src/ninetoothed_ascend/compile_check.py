@@ -16,10 +16,7 @@ import time
 
 import torch
 
-from ninetoothed_ascend.ascendify.base import (
-    autotune_assignments,
-    autotune_block_sizes,
-)
+from ninetoothed_ascend.ascendify import ub_configs
 
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = "Ascend910B1"
@@ -160,13 +157,14 @@ def check_variant(handle, launch, *inputs, variant="npu"):
     module = handle.module(variant)
     kernel = getattr(module, handle.kernel_name)
     call = _record_kernel_call(module, handle, launch, inputs, variant)
-    # The pipelines leave the configs alone, and only the CUDA variant still
-    # autotunes at module level, where they can be read.
-    tree = ast.parse(handle.source("cuda"))
+    # The variant's own configs: the NPU pipeline replaces NineToothed's
+    # (FitUnifiedBuffer) and defers the autotuner into a factory.
     configs = [
         block_sizes
-        for statement in autotune_assignments(tree)
-        for block_sizes in autotune_block_sizes(statement)
+        for _, kernel_configs in ub_configs.kernel_configs(
+            ast.parse(handle.source(variant))
+        )
+        for block_sizes in kernel_configs
     ] or [{}]
     results = []
 

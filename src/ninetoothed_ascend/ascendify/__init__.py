@@ -17,6 +17,7 @@ from ninetoothed_ascend.ascendify.base import (
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
 from ninetoothed_ascend.ascendify.float64 import LowerFloat64
+from ninetoothed_ascend.ascendify.grid import PersistentGrid
 from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
@@ -26,6 +27,8 @@ from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 from ninetoothed_ascend.ascendify.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
+from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 
 #: The NPU pipeline.
 PIPELINE = (
@@ -40,6 +43,9 @@ PIPELINE = (
     RemapLibdevice,
     LowerFloat64,
     FilterAutotuneKey,
+    FitUnifiedBuffer,
+    SplitSubBlocks,
+    PersistentGrid,
     DeferAutotune,
 )
 
@@ -61,17 +67,20 @@ __all__ = [
     "FillMaskedLoads",
     "FoldMathConstants",
     "FilterAutotuneKey",
+    "FitUnifiedBuffer",
     "FoldTrueMask",
     "ImportStandardModules",
     "LowerClamp",
     "LowerFloat64",
     "Pass",
+    "PersistentGrid",
     "PipelineError",
     "RemapLibdevice",
     "RewriteError",
     "Rewritten",
     "ScalarizePaddedTileLowerBounds",
     "ScalarizeTileLowerBounds",
+    "SplitSubBlocks",
     "UseHf32InDot",
     "ascendify",
     "run_pipeline",

@@ -20,6 +20,8 @@ import types
 import ninetoothed
 import triton
 
+from ninetoothed_ascend.ascendify.ub_model import soc
+
 #: Packages whose objects are described by name only: their behaviour is
 #: covered by the versions in :func:`environment`.
 _VERSIONED_PACKAGES = ("ninetoothed", "triton", "torch", "numpy", "sympy", "builtins")
@@ -57,7 +59,9 @@ def environment_key(digest):
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    description = repr((environment(), digest))
+    # The NPU variant is generated for one SoC (UB size, core counts), which
+    # the environment may configure: see ascendify.ub_model.soc.
+    description = repr((environment(), soc(), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 

@@ -1,0 +1,727 @@
+"""A model of a kernel's Unified Buffer footprint, and the Ascend SoC it is measured against.
+
+On Ascend every vector tile of a program lives in the core's Unified Buffer
+(UB, 192 KB on Atlas A2); a kernel whose tiles do not fit fails to compile
+("ub overflow, requires N bits while M bits available", triton-ascend
+migration guide; ../shared/ASCEND.md, "Hardware limits"). The compile check
+of this project stops before ``bishengir-compile``, where that error is
+raised, so the NPU variant must fit by construction: this module estimates,
+from the kernel's AST alone, the bytes of tiles live at once for given
+constexpr values, and :mod:`ninetoothed_ascend.ascendify.ub_configs` keeps only
+the autotune configs that fit.
+
+The model (docs/ub.md has the derivation and its measured error):
+
+* a tile is the value of a ``tl.load``, of ``tl.zeros``/``tl.full``, of
+  ``tl.dot`` or of arithmetic on tiles; its shape is the broadcast of the
+  ``tl.arange`` extents it is built from, with ``x[:, None]``-style
+  indexing; reductions drop the reduced axis (to a scalar by default);
+* pointer and mask arithmetic is not counted: triton-adapter's pointer and
+  mask analyses turn structured offsets and masks into strided copies and
+  sub-views (seen in its Linalg output: only ``memref.alloc`` for loads);
+* element sizes: a load has the size of its tensor's dtype (``elem_sizes``;
+  default 4 bytes, which bounds fp16, bf16 and fp32 from above, since the
+  dtypes are not known when the variant is generated); a cast has its
+  target's size; ``tl.dot`` accumulates in fp32; a comparison is 1 byte;
+  other operations take the largest size among their operands;
+* liveness: a variable's tile is live from its assignment to its last use,
+  to the end of the loop for a variable used in a loop but defined before
+  it (it is needed in the next iteration); within one statement, operands
+  are live while later operands and the result are computed, and every
+  operation allocates its result (no in-place reuse: an overestimate);
+* double buffering: triton-ascend compiles with ``multibuffer=True`` on A2
+  (``NPUOptions.multibuffer = not is_compile_on_910_95`` in
+  triton/backends/ascend/compiler.py, 3.2.0), which makes
+  ``bishengir-compile --enable-auto-multi-buffer`` ping-pong the load
+  buffers of loops; every kernel of the NPU variant is a loop
+  (:class:`~ninetoothed_ascend.ascendify.grid.PersistentGrid`), so each load
+  counts twice.
+"""
+
+import ast
+import dataclasses
+import math
+import os
+
+#: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
+DTYPE_BYTES = {
+    "int1": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+}
+
+#: Element size assumed for a tensor whose dtype is unknown (bounds 16- and 32-bit dtypes).
+DEFAULT_ELEM_BYTES = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Soc:
+    """The Ascend SoC that the NPU variant is generated for.
+
+    :param name: ``str``, the SoC name triton-ascend targets.
+    :param ub_bytes: ``int``, Unified Buffer bytes per core (192 KB on A2:
+        triton-ascend migration guide, ../shared/ASCEND.md).
+    :param num_aicore: ``int``, AI (cube) cores: the persistent grid of
+        kernels with ``tl.dot`` (24 on a 910B1, ../shared/ASCEND.md).
+    :param num_vectorcore: ``int``, vector cores: the persistent grid of
+        vector-only kernels (two per AI core on A2: triton-ascend 3.2.0's
+        ``NPUUtils.get_device_properties`` returns ``num_aicore * 2``).
+    :param max_core_dim: ``int``, the largest grid triton-ascend launches
+        ("coreDim=N can't be greater than UINT16_MAX").
+    :param multibuffer: ``bool``, whether loads in loops are double-buffered
+        (``NPUOptions.multibuffer``, true on A2).
+    """
+
+    name: str = "Ascend910B1"
+    ub_bytes: int = 192 * 1024
+    num_aicore: int = 24
+    num_vectorcore: int = 48
+    max_core_dim: int = 65535
+    multibuffer: bool = True
+
+
+def soc():
+    """The :class:`Soc` to generate for: A2 defaults, overridden by the environment.
+
+    * ``NINETOOTHED_ASCEND_UB_BYTES``: UB bytes; else ``ASCEND_UB_CAPACITY_BITS``
+      (bits, the variable Liger-Kernel's Ascend UB manager reads);
+    * ``NINETOOTHED_ASCEND_NUM_AICORE``, ``NINETOOTHED_ASCEND_NUM_VECTORCORE``.
+
+    The result is part of the cache key (a different SoC generates a
+    different NPU variant).
+
+    :raises ValueError: a variable is not a positive integer.
+    """
+
+    fields = {}
+    ub_bytes = _positive_int("NINETOOTHED_ASCEND_UB_BYTES")
+
+    if ub_bytes is None:
+        bits = _positive_int("ASCEND_UB_CAPACITY_BITS")
+        ub_bytes = bits // 8 if bits is not None else None
+
+    if ub_bytes is not None:
+        fields["ub_bytes"] = ub_bytes
+
+    for field, variable in (
+        ("num_aicore", "NINETOOTHED_ASCEND_NUM_AICORE"),
+        ("num_vectorcore", "NINETOOTHED_ASCEND_NUM_VECTORCORE"),
+    ):
+        value = _positive_int(variable)
+
+        if value is not None:
+            fields[field] = value
+
+    return Soc(**fields)
+
+
+def _positive_int(variable):
+    text = os.environ.get(variable)
+
+    if text is None or text == "":
+        return None
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+
+    if value <= 0:
+        raise ValueError(f"{variable}={text!r} is not a positive integer")
+
+    return value
+
+
+class UnknownSize(Exception):
+    """A tile's extent depends on a value the model was not given.
+
+    :param name: the constexpr parameter or expression it depends on.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class Footprint:
+    """A kernel's estimated UB use for one set of constexpr values.
+
+    :param peak: ``int``, bytes of tiles live at once, at the worst statement.
+    :param loads: ``int``, bytes of all load buffers, single-buffered (the
+        part triton-adapter's Linalg output shows as ``memref.alloc``).
+    :param line: ``int``, the line of the kernel where the peak is reached.
+    """
+
+    peak: int
+    loads: int
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tile:
+    shape: tuple
+    elem: int
+    # A load's buffer is allocated ``copies`` times (double buffering).
+    copies: int = 1
+
+    @property
+    def bytes(self):
+        return math.prod(self.shape) * self.elem * self.copies
+
+
+def uses_dot(kernel, aliases):
+    """Whether ``kernel`` (an ``ast.FunctionDef``) calls ``tl.dot``: it then runs on AI (cube) cores."""
+
+    from ninetoothed_ascend.ascendify.base import resolve
+
+    return any(
+        isinstance(node, ast.Call)
+        and resolve(node.func, aliases) == "triton.language.dot"
+        for node in ast.walk(kernel)
+    )
+
+
+def footprint(kernel, aliases, constexprs, elem_sizes=None, multibuffer=True):
+    """Estimate the UB bytes of ``kernel`` for the given constexpr values.
+
+    :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.ascendify.base.import_aliases`.
+    :param constexprs: ``dict`` parameter name -> ``int``, the values of the
+        constexpr parameters tiles are sized by (an autotune config, the
+        launch's block sizes).
+    :param elem_sizes: ``dict`` pointer parameter name -> bytes per element;
+        a missing one counts :data:`DEFAULT_ELEM_BYTES`.
+    :param multibuffer: ``bool``, count each load twice (see the module docstring).
+    :return: :class:`Footprint`.
+    :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
+    """
+
+    return _Model(aliases, constexprs, elem_sizes or {}, multibuffer).run(kernel)
+
+
+class _Model:
+    def __init__(self, aliases, constexprs, elem_sizes, multibuffer):
+        self.aliases = aliases
+        self.constexprs = constexprs
+        self.elem_sizes = elem_sizes
+        self.copies = 2 if multibuffer else 1
+
+    def name(self, node):
+        from ninetoothed_ascend.ascendify.base import resolve
+
+        return resolve(node, self.aliases)
+
+    def run(self, kernel):
+        self.pointer_roots = {
+            argument.arg: argument.arg for argument in kernel.args.args
+        }
+        self.tiles = {}
+        self.loads = 0
+        self.statement_loads = set()
+        self.statement_loads_tiles = {}
+        statements = list(_flatten(kernel.body, None, self.static_test))
+        last_use = _last_uses(statements)
+        defined_at = {}
+        peak, peak_line = 0, kernel.lineno
+
+        for position, (statement, _) in enumerate(statements):
+            live = sum(
+                self.tiles[name].bytes
+                for name, start in defined_at.items()
+                if name in self.tiles and start < position <= last_use.get(name, -1)
+            )
+            # Identical loads within a statement are one buffer: triton-adapter
+            # (CSE) emits one ``memref.alloc`` for NineToothed's repeated
+            # ``load(x) - max(load(x))``.
+            self.statement_loads = set()
+            used = self.statement(statement)
+
+            if live + used > peak:
+                peak, peak_line = live + used, getattr(statement, "lineno", 0)
+
+            for name in _targets(statement):
+                defined_at.setdefault(name, position)
+
+        return Footprint(peak, self.loads, peak_line)
+
+    def statement(self, statement):
+        if isinstance(statement, ast.Assign):
+            tile, used, _ = self.expression(statement.value)
+
+            for target in statement.targets:
+                self.bind(target, tile, statement.value)
+
+            return used
+
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            tile, used, _ = self.expression(statement.value)
+            self.bind(statement.target, tile, statement.value)
+
+            return used
+
+        if isinstance(statement, ast.AugAssign):
+            tile, used, fresh = self.expression(statement.value)
+            previous = self.tiles.get(getattr(statement.target, "id", None))
+            result = _broadcast(previous, tile)
+            self.bind(statement.target, result, statement.value)
+
+            return max(used, fresh + (result.bytes if result is not None else 0))
+
+        if isinstance(statement, ast.Expr):
+            return self.expression(statement.value)[1]
+
+        if isinstance(statement, ast.For):
+            if isinstance(statement.target, ast.Name):
+                self.tiles.pop(statement.target.id, None)
+
+            return self.expression(statement.iter)[1]
+
+        if isinstance(statement, (ast.If, ast.While)):
+            return self.expression(statement.test)[1]
+
+        if isinstance(statement, ast.Return) and statement.value is not None:
+            return self.expression(statement.value)[1]
+
+        return 0
+
+    def bind(self, target, tile, value):
+        if not isinstance(target, ast.Name):
+            return
+
+        if tile is None:
+            self.tiles.pop(target.id, None)
+        else:
+            self.tiles[target.id] = tile
+
+        root = self.pointer_root(value)
+
+        if root is not None:
+            self.pointer_roots[target.id] = root
+
+    def pointer_root(self, node):
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and child.id in self.pointer_roots:
+                return self.pointer_roots[child.id]
+
+        return None
+
+    # An expression's (tile or None, bytes used while computing it, bytes of
+    # its result that are newly allocated).
+    def expression(self, node):
+        if isinstance(node, ast.Name):
+            return self.tiles.get(node.id), 0, 0
+
+        if isinstance(node, ast.Constant):
+            return None, 0, 0
+
+        if isinstance(node, ast.Call):
+            return self.call(node)
+
+        if isinstance(node, ast.Subscript):
+            tile, used, fresh = self.expression(node.value)
+
+            return _index(tile, node.slice), used, fresh
+
+        if isinstance(node, ast.Compare):
+            return self.combine([node.left, *node.comparators], elem=1)
+
+        if isinstance(node, ast.BinOp):
+            return self.combine([node.left, node.right])
+
+        if isinstance(node, ast.BoolOp):
+            return self.combine(node.values)
+
+        if isinstance(node, ast.UnaryOp):
+            return self.combine([node.operand])
+
+        if isinstance(node, ast.IfExp):
+            return self.combine([node.test, node.body, node.orelse])
+
+        return None, 0, 0
+
+    def combine(self, operands, elem=None, result=None):
+        held = used = 0
+        tiles = []
+
+        for operand in operands:
+            tile, operand_used, fresh = self.expression(operand)
+            used = max(used, held + operand_used)
+            held += fresh
+            tiles.append(tile)
+
+        if result is None:
+            result = None
+
+            for tile in tiles:
+                result = _broadcast(result, tile)
+
+        if result is not None:
+            # A new value: one buffer, whatever its operands' buffering.
+            result = _Tile(result.shape, elem if elem is not None else result.elem)
+
+        fresh = result.bytes if result is not None else 0
+
+        return result, max(used, held + fresh), fresh
+
+    def call(self, node):
+        name = self.name(node.func) or ""
+        function = name.removeprefix("triton.language.")
+        arguments = {**dict(enumerate(node.args))}
+        arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
+
+        if function == "load":
+            if ast.dump(node) in self.statement_loads:
+                return self.statement_loads_tiles[ast.dump(node)], 0, 0
+
+            pointer = arguments.get(0, arguments.get("pointer"))
+            mask = arguments.get(1, arguments.get("mask"))
+            shape = _broadcast(self.shape_of(pointer), self.shape_of(mask))
+
+            if shape is None:
+                return None, 0, 0
+
+            root = self.pointer_root(pointer)
+            tile = _Tile(
+                shape.shape,
+                self.elem_sizes.get(root, DEFAULT_ELEM_BYTES),
+                self.copies,
+            )
+            self.loads += tile.bytes // self.copies
+            self.statement_loads.add(ast.dump(node))
+            self.statement_loads_tiles[ast.dump(node)] = tile
+
+            return tile, tile.bytes, tile.bytes
+
+        if function == "store":
+            value = arguments.get(1, arguments.get("value"))
+
+            return None, self.expression(value)[1], 0
+
+        if function == "arange":
+            # An index vector outside a load or store: materialized as int32.
+            return self.shape_of(node), 0, 0
+
+        if function in ("zeros", "full"):
+            shape = tuple(self.integer(item) for item in _elements(node.args[0]))
+            dtype = arguments.get(2 if function == "full" else 1)
+            dtype = arguments.get("dtype", dtype)
+            tile = _Tile(shape, self.dtype_bytes(dtype))
+
+            return tile, tile.bytes, tile.bytes
+
+        if function == "dot":
+            a, used_a, fresh_a = self.expression(node.args[0])
+            b, used_b, fresh_b = self.expression(node.args[1])
+            used = max(used_a, fresh_a + used_b)
+
+            if a is None or b is None:
+                return None, used, 0
+
+            tile = _Tile((a.shape[0], b.shape[-1]), 4)
+
+            return tile, max(used, fresh_a + fresh_b + tile.bytes), tile.bytes
+
+        if function in ("cast", "to"):
+            tile, used, held = self.expression(node.args[0])
+            dtype = arguments.get(1, arguments.get("dtype"))
+
+            if tile is None:
+                return None, used, 0
+
+            tile = _Tile(tile.shape, self.dtype_bytes(dtype))
+
+            return tile, max(used, held + tile.bytes), tile.bytes
+
+        if function in ("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"):
+            tile, used, fresh = self.expression(node.args[0])
+            axis = arguments.get(1, arguments.get("axis"))
+            keep = arguments.get("keep_dims")
+            reduced = _reduce(tile, axis, keep)
+            out = reduced.bytes if reduced is not None else 0
+
+            return reduced, max(used, fresh + out), out
+
+        operands = [*node.args, *(keyword.value for keyword in node.keywords)]
+
+        return self.combine(operands)
+
+    def shape_of(self, node):
+        """The broadcast shape of the ``arange`` terms of ``node`` (a tile of element size 0)."""
+
+        if node is None:
+            return None
+
+        if isinstance(node, ast.Call) and self.name(node.func) in (
+            "triton.language.arange",
+        ):
+            start, end = node.args[0], node.args[1]
+
+            return _Tile((self.integer(end) - self.integer(start),), 0)
+
+        if isinstance(node, ast.Subscript):
+            return _index(self.shape_of(node.value), node.slice)
+
+        if isinstance(node, ast.Name):
+            return self.tiles.get(node.id)
+
+        shape = None
+
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                shape = _broadcast(shape, self.shape_of(child))
+
+        return shape
+
+    def static_test(self, test):
+        """The value of an ``if`` test on constexpr integers, or ``None`` if it is not one."""
+
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+
+        try:
+            left, right = self.integer(test.left), self.integer(test.comparators[0])
+        except UnknownSize:
+            return None
+
+        compare = {
+            ast.Lt: int.__lt__,
+            ast.LtE: int.__le__,
+            ast.Gt: int.__gt__,
+            ast.GtE: int.__ge__,
+            ast.Eq: int.__eq__,
+            ast.NotEq: int.__ne__,
+        }.get(type(test.ops[0]))
+
+        return None if compare is None else compare(left, right)
+
+    def integer(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+
+        if isinstance(node, ast.Name):
+            if node.id in self.constexprs:
+                return int(self.constexprs[node.id])
+
+            raise UnknownSize(node.id)
+
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Tuple)
+            and isinstance(node.slice, (ast.Constant, ast.UnaryOp))
+        ):
+            # NineToothed writes a tile's dimension as ``(d0, d1, ...)[i]``.
+            index = ast.literal_eval(node.slice)
+
+            if isinstance(index, int):
+                return self.integer(node.value.elts[index])
+
+        if isinstance(node, ast.BinOp):
+            left, right = self.integer(node.left), self.integer(node.right)
+            operators = {
+                ast.Add: lambda: left + right,
+                ast.Sub: lambda: left - right,
+                ast.Mult: lambda: left * right,
+                ast.FloorDiv: lambda: left // right,
+            }
+
+            if type(node.op) in operators:
+                return operators[type(node.op)]()
+
+        raise UnknownSize(ast.unparse(node))
+
+    def dtype_bytes(self, node):
+        name = self.name(node) if node is not None else None
+
+        if name is None and isinstance(node, ast.Constant):
+            name = str(node.value)
+
+        if name is None:
+            return DEFAULT_ELEM_BYTES
+
+        return DTYPE_BYTES.get(name.rsplit(".", 1)[-1], DEFAULT_ELEM_BYTES)
+
+
+def _flatten(body, loop, static_test):
+    """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies.
+
+    An ``if`` on constexpr values keeps only the branch Triton compiles.
+    """
+
+    for statement in body:
+        if isinstance(statement, ast.If):
+            taken = static_test(statement.test)
+
+            if taken is not None:
+                yield from _flatten(
+                    statement.body if taken else statement.orelse, loop, static_test
+                )
+                continue
+
+        yield statement, loop
+
+        if isinstance(statement, (ast.For, ast.While)):
+            yield from _flatten(statement.body, statement, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
+        elif isinstance(statement, ast.If):
+            yield from _flatten(statement.body, loop, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
+
+
+def _last_uses(statements):
+    """Map each name to the position of its last use, extended to the end of any loop it is used in but defined outside of."""
+
+    position_of = {
+        id(statement): index for index, (statement, _) in enumerate(statements)
+    }
+    loop_end = {}
+
+    for index, (_, loop) in enumerate(statements):
+        while loop is not None:
+            loop_end[id(loop)] = index
+            loop = next((outer for inner, outer in statements if inner is loop), None)
+
+    defined = {}
+    last = {}
+
+    for index, (statement, loop) in enumerate(statements):
+        for name in _reads(statement):
+            use = index
+            enclosing = loop
+
+            while (
+                enclosing is not None
+                and defined.get(name, -1) < position_of[id(enclosing)]
+            ):
+                use = max(use, loop_end.get(id(enclosing), index))
+                enclosing = next(
+                    (outer for inner, outer in statements if inner is enclosing),
+                    None,
+                )
+
+            last[name] = max(last.get(name, -1), use)
+
+        for name in _targets(statement):
+            defined.setdefault(name, index)
+
+    return last
+
+
+def _own_expressions(statement):
+    """The expressions a statement evaluates itself (not those of a nested body)."""
+
+    if isinstance(statement, (ast.For,)):
+        return [statement.iter]
+
+    if isinstance(statement, (ast.If, ast.While)):
+        return [statement.test]
+
+    if isinstance(statement, ast.AugAssign):
+        return [statement.target, statement.value]
+
+    return [
+        child
+        for child in ast.iter_child_nodes(statement)
+        if isinstance(child, ast.expr)
+    ]
+
+
+def _reads(statement):
+    return {
+        node.id
+        for expression in _own_expressions(statement)
+        for node in ast.walk(expression)
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)
+    } | (
+        {statement.target.id}
+        if isinstance(statement, ast.AugAssign)
+        and isinstance(statement.target, ast.Name)
+        else set()
+    )
+
+
+def _targets(statement):
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For)):
+        targets = [statement.target]
+    else:
+        return []
+
+    return [
+        node.id
+        for target in targets
+        for node in ast.walk(target)
+        if isinstance(node, ast.Name)
+    ]
+
+
+def _elements(node):
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return node.elts
+
+    return [node]
+
+
+def _broadcast(first, second):
+    if first is None:
+        return second
+
+    if second is None:
+        return first
+
+    rank = max(len(first.shape), len(second.shape))
+    left = (1,) * (rank - len(first.shape)) + first.shape
+    right = (1,) * (rank - len(second.shape)) + second.shape
+
+    return _Tile(
+        tuple(max(a, b) for a, b in zip(left, right)), max(first.elem, second.elem)
+    )
+
+
+def _index(tile, index):
+    if tile is None:
+        return None
+
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    shape = list(tile.shape)
+    result = []
+
+    for item in items:
+        if isinstance(item, ast.Constant) and item.value is None:
+            result.append(1)
+        elif isinstance(item, ast.Slice) and shape:
+            result.append(shape.pop(0))
+        elif shape:
+            shape.pop(0)
+
+    return _Tile(tuple(result + shape), tile.elem, tile.copies)
+
+
+def _reduce(tile, axis, keep):
+    if tile is None:
+        return None
+
+    keep = isinstance(keep, ast.Constant) and keep.value is True
+
+    if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
+        return _Tile((1,) * len(tile.shape), tile.elem) if keep else None
+
+    if not isinstance(axis, ast.Constant) or not isinstance(axis.value, int):
+        return tile
+
+    position = axis.value % len(tile.shape)
+    shape = list(tile.shape)
+
+    if keep:
+        shape[position] = 1
+    else:
+        del shape[position]
+
+    return _Tile(tuple(shape), tile.elem) if shape else None

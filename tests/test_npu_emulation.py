@@ -1,0 +1,108 @@
+"""Level 3, emulation: the NPU variant itself (persistent grid, UB-fitted configs, sub-blocks) against torch.
+
+The NPU variant runs emulated (``handle.emulated``, ``jit/emulation.py``): on
+the CPU in Triton's interpreter; on a CUDA GPU, where there is one, as
+compiled Triton. Neither is an
+NPU: these check the rewritten program's semantics, not triton-ascend.
+"""
+
+import ast
+import re
+
+import pytest
+import torch
+from helpers import load_example, shared_example
+
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+
+
+def assert_matches(module, output, expected, dtype):
+    outputs = output if isinstance(output, tuple) else (output,)
+    expecteds = expected if isinstance(expected, tuple) else (expected,)
+    atol, rtol = getattr(module, "TOLERANCES", {}).get(
+        dtype, examples.TOLERANCES[dtype]
+    )
+
+    for got, want in zip(outputs, expecteds, strict=True):
+        torch.testing.assert_close(got, want, atol=atol, rtol=rtol)
+
+
+def npu_configs(handle):
+    (configs,) = [sizes for _, sizes in kernel_configs(ast.parse(handle.source("npu")))]
+
+    return configs
+
+
+def test_persistent_grid_covers_every_task_with_few_cores(monkeypatch):
+    # 3 programs for 41 tasks: each program loops 13 or 14 times. The same
+    # loop covers the > 65535 tasks of a large input on an NPU; the
+    # interpreter needs ~50 ms per task here, so that size runs on a GPU
+    # (test_npu_variant_on_cuda_launches_more_than_65535_tasks).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_NUM_VECTORCORE", "3")
+    module = load_example("add")
+    launch = module.kernel.emulated("cpu")
+    # The CPU emulation runs the largest config (FixAutotuneConfig).
+    block = max(
+        size for config in npu_configs(module.kernel) for size in config.values()
+    )
+    generator = torch.Generator().manual_seed(1)
+    input, other = (torch.randn(block * 40 + 7, generator=generator) for _ in range(2))
+
+    output = module.launch(launch, input, other)
+
+    assert launch.__globals__["ninetoothed_num_cores"](False) == 3
+    torch.testing.assert_close(output, input + other, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"), [("softmax", (4, 781)), ("rms_norm", (3, 1000))]
+)
+@pytest.mark.parametrize("dtype", (torch.float16, torch.float32))
+def test_rows_too_large_for_the_ub_are_split_into_sub_blocks(
+    monkeypatch, name, shape, dtype
+):
+    # A 4 KB UB forces 128- or 256-lane sub-blocks on these 1024-lane rows:
+    # the split path, cheaply (docs/ub.md). The default 192 KB needs rows of
+    # more than 8192 lanes for the same.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
+    module = load_example(name)
+    source = module.kernel.source("npu")
+    launch = module.kernel.emulated("cpu")
+    generator = torch.Generator().manual_seed(2)
+    input = torch.randn(shape, generator=generator).to(dtype)
+    inputs = (input,) + module.inputs("cpu", dtype)[1:]
+
+    (sub_block,) = map(int, re.findall(r" <= (\d+):", source))
+
+    assert ("SplitSubBlocks", 1) in module.kernel.rewrites("npu")
+    assert sub_block < 1024  # the rows' power-of-two block
+    assert_matches(
+        module, module.launch(launch, *inputs), module.reference(*inputs), dtype
+    )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_npu_variant_on_cuda_launches_more_than_65535_tasks():
+    module = shared_example("add")
+    launch = module.kernel.emulated("cuda")
+    block = 64
+    size = block * 70000 + 3
+    generator = torch.Generator().manual_seed(3)
+    input, other = (torch.randn(size, generator=generator).to("cuda") for _ in range(2))
+    config = next(
+        config
+        for config in npu_configs(module.kernel)
+        if set(config.values()) == {block}
+    )
+    factory = launch.__globals__[f"{module.kernel.kernel_name}_with_auto_tuning"]
+    tuner = factory()
+    saved = tuner.configs
+    tuner.configs = [c for c in saved if c.kwargs == config]
+
+    try:
+        output = module.launch(launch, input, other)
+    finally:
+        tuner.configs = saved
+
+    torch.testing.assert_close(output, input + other, atol=0, rtol=0)

@@ -1,0 +1,410 @@
+"""The UB model, FitUnifiedBuffer, SplitSubBlocks and PersistentGrid on small modules (level 1)."""
+
+import ast
+import textwrap
+
+import pytest
+import torch
+from helpers import example_cases, rewrite, shared_example
+
+from ninetoothed_ascend.ascendify import (
+    FitUnifiedBuffer,
+    PersistentGrid,
+    RewriteError,
+    SplitSubBlocks,
+)
+from ninetoothed_ascend.ascendify.base import import_aliases, resolve
+from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+from ninetoothed_ascend.ascendify.ub_model import (
+    Soc,
+    UnknownSize,
+    footprint,
+    soc,
+)
+from ninetoothed_ascend.jit.interpreter import BoolMasks
+
+
+def model(source, constexprs, **options):
+    tree = ast.parse(textwrap.dedent(source))
+    kernel = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
+
+    return footprint(kernel, import_aliases(tree), constexprs, **options)
+
+
+ELEMENTWISE = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(p, q, n, B: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(p + pid * B + tl.arange(0, B), mask=pid * B + tl.arange(0, B) < n, other=0)
+    tl.store(q + pid * B + tl.arange(0, B), x + 1, mask=pid * B + tl.arange(0, B) < n)
+"""
+
+
+def test_model_counts_double_buffered_loads_and_results():
+    # load: 1024 * 4 bytes, twice (multibuffer); x + 1: 1024 * 4 bytes.
+    assert model(ELEMENTWISE, {"B": 1024}).peak == 8192 + 4096
+    assert model(ELEMENTWISE, {"B": 1024}).loads == 4096
+    assert model(ELEMENTWISE, {"B": 1024}, multibuffer=False).peak == 4096 + 4096
+
+
+def test_model_uses_element_sizes_by_pointer_parameter():
+    assert model(ELEMENTWISE, {"B": 1024}, elem_sizes={"p": 2}).peak == 4096 + 2048
+
+
+def test_model_sizes_casts_by_their_target_and_reductions_as_scalars():
+    source = """
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        x = tl.cast(tl.load(p + tl.arange(0, B)[None, :]), tl.float16)
+        s = tl.sum(x * x)
+        tl.store(q + tl.arange(0, B)[None, :], x / s)
+    """
+    # Peak at the store: x (2-byte, live) + x / s (2-byte); before it, the
+    # load (2 * 4 bytes) and its cast (2 bytes) at once.
+    assert model(source, {"B": 256}).peak == 256 * (8 + 2)
+
+
+def test_model_keeps_loop_carried_tiles_live_and_sizes_dots_in_fp32():
+    source = """
+    import triton.language as tl
+    def kernel(a, b, c, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+        acc = tl.zeros((M, N), dtype=tl.float32)
+        for k in range(K):
+            x = tl.load(a + tl.arange(0, M)[:, None] + tl.arange(0, BK)[None, :])
+            y = tl.load(b + tl.arange(0, BK)[:, None] + tl.arange(0, N)[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + tl.arange(0, M)[:, None] + tl.arange(0, N)[None, :], acc)
+    """
+    sizes = {"M": 64, "N": 32, "BK": 16}
+    loads = 2 * 4 * (64 * 16 + 16 * 32)
+    # At `acc += dot`: acc (live through the loop), x and y, the dot's
+    # result and the sum (the model allocates every result, no in-place update).
+    assert model(source, sizes).peak == 64 * 32 * 4 + loads + 2 * 64 * 32 * 4
+
+
+def test_model_raises_for_an_extent_it_was_not_given():
+    with pytest.raises(UnknownSize):
+        model(ELEMENTWISE, {})
+
+
+def test_soc_defaults_to_a2_and_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("NINETOOTHED_ASCEND_UB_BYTES", raising=False)
+    monkeypatch.delenv("ASCEND_UB_CAPACITY_BITS", raising=False)
+    assert soc() == Soc(ub_bytes=196608, num_aicore=24, num_vectorcore=48)
+
+    monkeypatch.setenv("ASCEND_UB_CAPACITY_BITS", str(8 * 1000))
+    assert soc().ub_bytes == 1000
+
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "2048")
+    monkeypatch.setenv("NINETOOTHED_ASCEND_NUM_VECTORCORE", "40")
+    assert (soc().ub_bytes, soc().num_vectorcore) == (2048, 40)
+
+    monkeypatch.setenv("NINETOOTHED_ASCEND_NUM_AICORE", "many")
+    with pytest.raises(ValueError, match="NINETOOTHED_ASCEND_NUM_AICORE"):
+        soc()
+
+
+AUTOTUNED = """
+import triton
+import triton.language
+
+@triton.jit
+def kernel(p, q, n, B: triton.language.constexpr):
+    pid = triton.language.program_id(0)
+    x = triton.language.load(p + pid * B + triton.language.arange(0, B))
+    triton.language.store(q + pid * B + triton.language.arange(0, B), x + 1)
+
+tuned = triton.autotune(configs=[triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)], key=['n'])(kernel)
+
+def launch(p, q):
+    tuned[lambda meta: ((p.size(0) + meta['B'] - 1) // meta['B'],)](p, q, p.size(0))
+"""
+
+
+def fitted_sizes(source):
+    tree = ast.parse(source)
+
+    return [config["B"] for _, configs in kernel_configs(tree) for config in configs]
+
+
+def test_fit_unified_buffer_grows_blocks_to_the_budget(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+    # 12 bytes per element (a double-buffered load and a result): NineToothed's
+    # 32 and 1024, and 1024 doubled while it fits.
+    assert fitted_sizes(source) == [32, 1024, 2048, 4096]
+    assert "num_warps=8" in source
+    assert count == 1
+
+
+def test_fit_unified_buffer_shrinks_blocks_below_nineToothed_s(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 8))
+    source, _ = rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+    assert fitted_sizes(source) == [8]
+
+
+def test_fit_unified_buffer_names_the_smallest_footprint_when_nothing_fits(
+    monkeypatch,
+):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8")
+
+    with pytest.raises(RewriteError, match=r"\{'B': 1\}, needs 12 bytes"):
+        rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+
+def test_persistent_grid_loops_over_tasks_and_caps_the_grid():
+    source, count = rewrite(PersistentGrid, AUTOTUNED)
+
+    assert count == 1
+    assert "ninetoothed_first_task = triton.language.program_id(0)" in source
+    assert (
+        "ninetoothed_num_tasks = (n + B - 1) // B\n"
+        "    for pid in range(ninetoothed_first_task, ninetoothed_num_tasks, "
+        "triton.language.num_programs(0)):\n        x = " in source
+    )
+    assert (
+        "lambda meta: (min((p.size(0) + meta['B'] - 1) // meta['B'], "
+        "ninetoothed_num_cores(False)),)" in source
+    )
+
+
+def test_persistent_grid_uses_ai_cores_for_dot_kernels():
+    source, _ = rewrite(
+        PersistentGrid,
+        """
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def kernel(a, b, c, n):
+            pid = tl.program_id(0)
+            tl.store(c, tl.dot(tl.load(a), tl.load(b)))
+        def launch(a, b, c):
+            kernel[lambda meta: (a.size(0),)](a, b, c, a.size(0))
+        """,
+    )
+
+    assert "ninetoothed_num_cores(True)" in source
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("(a.size(0), 2)", "not a one-element tuple"),
+        ("(a.size(1),)", "uses `a.size\\(1\\)`"),
+    ],
+)
+def test_persistent_grid_refuses_what_it_cannot_rewrite(grid, message):
+    with pytest.raises(RewriteError, match=message):
+        rewrite(
+            PersistentGrid,
+            f"""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def kernel(a, n):
+                pid = tl.program_id(0)
+            def launch(a):
+                kernel[lambda meta: {grid}](a, a.size(0))
+            """,
+        )
+
+
+SOFTMAX = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(p, q, n, C: tl.constexpr, P: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(p + pid * n + tl.arange(0, P), mask=tl.arange(0, P) < C, other=float('-inf'))
+    y = tl.exp(x - tl.max(x))
+    tl.store(q + pid * n + tl.arange(0, P), y / tl.sum(y), mask=tl.arange(0, P) < C)
+"""
+
+
+def test_split_sub_blocks_makes_a_three_pass_softmax(monkeypatch):
+    # 16 bytes per lane at the peak (double-buffered load, x - max, exp):
+    # 4096 bytes fit 256 lanes.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
+    source, count = rewrite(SplitSubBlocks, SOFTMAX)
+
+    assert count == 1
+    assert "if P <= 256:" in source
+    assert source.count("for ninetoothed_sub_block in range(0, P, 256):") == 3
+    assert "ninetoothed_sub_block + tl.arange(0, 256)" in source
+    assert (
+        "ninetoothed_reduced_0 = triton.language.maximum(ninetoothed_reduced_0, "
+        "triton.language.cast(tl.max(x), triton.language.float32))" in source
+    )
+    assert "y = tl.exp(x - ninetoothed_reduced_0)" in source
+    assert (
+        "ninetoothed_reduced_1 = ninetoothed_reduced_1 + "
+        "triton.language.cast(tl.sum(y), triton.language.float32)" in source
+    )
+    assert "y / ninetoothed_reduced_1, mask=ninetoothed_sub_block" in source
+
+
+def test_split_sub_blocks_leaves_what_it_cannot_split(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
+
+    # A scan is not lane by lane.
+    _, count = rewrite(SplitSubBlocks, SOFTMAX.replace("tl.exp(", "tl.cumsum("))
+    assert count == 0
+
+    # A reduction along an axis keeps a tile.
+    _, count = rewrite(SplitSubBlocks, SOFTMAX.replace("tl.sum(y)", "tl.sum(y, 0)"))
+    assert count == 0
+
+    # Autotuned block sizes are FitUnifiedBuffer's.
+    _, count = rewrite(SplitSubBlocks, AUTOTUNED)
+    assert count == 0
+
+
+def test_bool_masks_compare_masks_with_zero():
+    source, count = rewrite(
+        BoolMasks, "import triton.language as tl\ntl.load(p, mask=a & b, other=0)"
+    )
+
+    mask = ast.parse(source).body[1].value.keywords[0].value
+
+    assert isinstance(mask, ast.Compare) and isinstance(mask.left, ast.BinOp)
+    assert ast.unparse(mask) == "a & b != 0"  # `&` binds tighter than `!=`
+    assert count == 1
+
+
+@pytest.mark.parametrize(("name", "dtype", "case"), example_cases("ub_fit"))
+def test_every_npu_config_of_every_example_fits_the_ub(name, dtype, case):
+    module = shared_example(name)
+    tree = ast.parse(module.kernel.source("npu"))
+    aliases = import_aliases(tree)
+    function = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == module.kernel.kernel_name
+    )
+    # The launch's constexprs (caller-given block sizes, shapes made
+    # constexpr), with each autotune config on top.
+    # Recorded through the CPU variant: same kernel parameters and launch
+    # code, and importable where the NPU variant's libdevice is not.
+    _, args, kwargs = record_launch(
+        module, module.inputs("cpu", dtype, **case), variant="cpu"
+    )
+    names = [argument.arg for argument in function.args.args]
+    named = dict(zip(names, args)) | kwargs
+    constants = {
+        argument.arg: named[argument.arg]
+        for argument in function.args.args
+        if argument.annotation is not None
+        and resolve(argument.annotation, aliases) == "triton.language.constexpr"
+        and argument.arg in named
+    }
+    configs = [sizes for _, configs in kernel_configs(tree) for sizes in configs]
+
+    for config in configs or [{}]:
+        assert footprint(function, aliases, constants | config).peak <= soc().ub_bytes
+
+
+def record_launch(module, inputs, variant="npu"):
+    """Call a variant's launch function with the kernel replaced; return ``(grid, args, kwargs)``."""
+
+    npu = module.kernel.module(variant)
+    name = module.kernel.kernel_name
+    launched = (
+        f"{name}_with_auto_tuning" if f"{name}_with_auto_tuning" in vars(npu) else name
+    )
+    saved = vars(npu)[launched]
+    calls = []
+
+    class Recorder:
+        def __call__(self):
+            return self
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: calls.append((grid, args, kwargs))
+
+    vars(npu)[launched] = Recorder()
+
+    try:
+        module.launch(getattr(npu, module.kernel.launch_name), *inputs)
+    finally:
+        vars(npu)[launched] = saved
+
+    return calls[0]
+
+
+def test_npu_grid_never_exceeds_the_cores_even_for_two_billion_elements():
+    module = shared_example("add")
+    size = 2**31 - 1
+    inputs = tuple(torch.empty(size, device="meta") for _ in range(2))
+    grid, _, _ = record_launch(module, inputs)
+    configs = kernel_configs(ast.parse(module.kernel.source("npu")))[0][1]
+
+    for config in configs:
+        tasks = -(-size // next(iter(config.values())))
+
+        assert tasks > 65535
+        assert grid(config) == (soc().num_vectorcore,)
+
+
+def test_npu_grid_is_the_task_count_when_it_is_smaller_than_the_cores():
+    module = shared_example("add")
+    inputs = tuple(torch.empty(100, device="meta") for _ in range(2))
+    grid, _, _ = record_launch(module, inputs)
+    (name,) = kernel_configs(ast.parse(module.kernel.source("npu")))[0][1][0]
+
+    assert grid({name: 64}) == (2,)
+
+
+def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "4096")
+    source, count = rewrite(
+        SplitSubBlocks,
+        SOFTMAX.replace("tl.exp(", "tl.cumsum(")
+        + "\ndef launch(p, q, n, C, P):\n    kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+    )
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args: launched.append(args)
+
+    namespace = {"kernel": Kernel()}
+    exec(ast.unparse(ast.parse(source).body[-1]), namespace)
+
+    assert count == 1
+    namespace["launch"](0, 0, 1, 200, 256)
+    assert launched == [(0, 0, 1, 200, 256)]
+
+    with pytest.raises(
+        ValueError,
+        match="cannot run a block of 512 lanes on Ascend: at most 256 lanes fit "
+        "the 4096-byte Unified Buffer",
+    ):
+        namespace["launch"](0, 0, 1, 300, 512)
+
+
+def test_persistent_grid_gives_each_task_its_own_copy_of_reassigned_parameters():
+    source, _ = rewrite(
+        PersistentGrid,
+        """
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def kernel(offsets, n, seq_len):
+            pid = tl.program_id(0)
+            x = seq_len + 1
+            seq_len = tl.load(offsets + pid + 1) - tl.load(offsets + pid)
+            tl.store(offsets, seq_len + x)
+        def launch(a):
+            kernel[lambda meta: (a.size(0),)](a, a.size(0), 3)
+        """,
+    )
+
+    assert "x = seq_len + 1" in source
+    assert "seq_len_in_task = tl.load(offsets + pid + 1)" in source
+    assert "tl.store(offsets, seq_len_in_task + x)" in source
