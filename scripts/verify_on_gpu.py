@@ -7,7 +7,12 @@ to ``tf32``, everything else as the NPU variant has it), launched on CUDA
 tensors. The emulation passes that fired are printed per kernel. Also checks that the CUDA variant is byte for byte what ``ninetoothed.make``
 generates on this GPU, with the GPU's own properties.
 
-    python scripts/verify_on_gpu.py
+    python scripts/verify_on_gpu.py [PATHS]
+
+PATHS are example modules or directories (default: all of examples/), so
+that groups can run in parallel processes. A run that fails where the
+example's ``KNOWN_FAILURES`` names ``"cuda"`` (for the CUDA variant) is
+reported as a known failure and not counted.
 """
 
 import pathlib
@@ -35,7 +40,7 @@ def main():
     counts = {"cuda": 0, "npu": 0}
     notes = []
 
-    for path in examples.find_modules([EXAMPLES]):
+    for path in examples.find_modules(sys.argv[1:] or [EXAMPLES]):
         module = examples.load_module(path)
         kernel = module.kernel
 
@@ -74,11 +79,16 @@ def main():
 
                 for column, launch in (("cuda", kernel), ("npu", emulated)):
                     verdict = _run(module, launch, dtype, case)
+                    known = getattr(module, "KNOWN_FAILURES", {}).get(column)
+
+                    if known and not verdict.startswith("match"):
+                        verdict = f"known failure ({verdict})"
+
                     counts[column] += verdict.startswith("match")
+                    failures += not verdict.startswith(("match", "known failure"))
                     cells.append(verdict)
 
                 runs += 1
-                failures += sum(not cell.startswith("match") for cell in cells)
                 failures += not identical
                 shape = "".join(f", {key}={value}" for key, value in case.items())
                 print(

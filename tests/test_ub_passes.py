@@ -21,7 +21,6 @@ from ninetoothed_ascend.ascendify.ub_model import (
     footprint,
     soc,
 )
-from ninetoothed_ascend.jit.interpreter import BoolMasks
 
 
 def model(source, constexprs, **options):
@@ -263,18 +262,6 @@ def test_split_sub_blocks_leaves_what_it_cannot_split(monkeypatch):
     # Autotuned block sizes are FitUnifiedBuffer's.
     _, count = rewrite(SplitSubBlocks, AUTOTUNED)
     assert count == 0
-
-
-def test_bool_masks_compare_masks_with_zero():
-    source, count = rewrite(
-        BoolMasks, "import triton.language as tl\ntl.load(p, mask=a & b, other=0)"
-    )
-
-    mask = ast.parse(source).body[1].value.keywords[0].value
-
-    assert isinstance(mask, ast.Compare) and isinstance(mask.left, ast.BinOp)
-    assert ast.unparse(mask) == "a & b != 0"  # `&` binds tighter than `!=`
-    assert count == 1
 
 
 @pytest.mark.parametrize(("name", "dtype", "case"), example_cases("ub_fit"))

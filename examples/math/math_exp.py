@@ -33,17 +33,11 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 
+
 #: Triton's interpreter has no libdevice: its functions are stubs that return
 #: None ("TypeError: cannot convert None of type <class 'NoneType'> to
 #: tensor", measured with Triton 3.9 and TRITON_INTERPRET=1 on a bare
 #: ``triton.jit`` kernel too).
-KNOWN_FAILURES = {
-    "cpu": "Triton's interpreter cannot run libdevice functions: libdevice.exp "
-    "returns None (TypeError: cannot convert None of type <class 'NoneType'> "
-    "to tensor)"
-}
-
-
 def inputs(device, dtype=torch.float16, shape=(4099,)):
     generator = torch.Generator().manual_seed(0)
 
