@@ -52,21 +52,6 @@ def time_cpu(function, repeats=1):
     return statistics.median(times)
 
 
-def matches(module, output, expected, dtype):
-    from ninetoothed_ascend import examples
-
-    outputs = output if isinstance(output, tuple) else (output,)
-    expecteds = expected if isinstance(expected, tuple) else (expected,)
-    atol, rtol = getattr(module, "TOLERANCES", {}).get(
-        dtype, examples.TOLERANCES[dtype]
-    )
-
-    return all(
-        torch.allclose(got.float().cpu(), want.float().cpu(), atol=atol, rtol=rtol)
-        for got, want in zip(outputs, expecteds, strict=True)
-    )
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(EXAMPLES)])
@@ -120,9 +105,10 @@ def main():
                 else:
                     timer = time_cpu
 
-                expected = module.reference(*inputs)
-                outputs = [module.launch(cuda, *inputs), module.launch(npu, *inputs)]
-                ok = all(matches(module, output, expected, dtype) for output in outputs)
+                ok = all(
+                    examples.compare(module, launch, device, dtype, case).matches
+                    for launch in (cuda, npu)
+                )
                 cuda_time = timer(functools.partial(module.launch, cuda, *inputs))
                 npu_time = timer(functools.partial(module.launch, npu, *inputs))
             except Exception as error:  # one failing example must not hide the rest
