@@ -90,6 +90,27 @@ class MaskPass(Pass):
         raise NotImplementedError
 
 
+def convert_if_dtype(name, from_dtype, to_dtype):
+    """Return the source of ``triton.jit`` function ``name(x)`` that converts ``from_dtype`` blocks to ``to_dtype``.
+
+    Other blocks are returned as they are. The ``if`` is on the block's
+    dtype, which is known at compile time, so the frontend folds it.
+
+    :param name: ``str``.
+    :param from_dtype: ``str``, a ``triton.language`` dtype name (``"float64"``).
+    :param to_dtype: ``str``, likewise (``"float32"``).
+    """
+
+    return f"""
+@triton.jit
+def {name}(x):
+    if x.dtype == triton.language.{from_dtype}:
+        return x.to(triton.language.{to_dtype})
+    else:
+        return x
+"""
+
+
 class LoadWrapperPass(Pass):
     """A pass that wraps every ``triton.language.load(...)`` in ``triton.jit`` functions with a call.
 

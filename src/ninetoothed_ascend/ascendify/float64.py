@@ -2,19 +2,12 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import LoadWrapperPass
+from ninetoothed_ascend.ascendify.base import LoadWrapperPass, convert_if_dtype
 
 #: The module-level ``triton.jit`` function that demotes a loaded fp64 block.
 DEMOTE = "ninetoothed_ascend_float32_if_float64"
 
-_DEMOTE_SOURCE = f"""
-@triton.jit
-def {DEMOTE}(x):
-    if x.dtype == triton.language.float64:
-        return x.to(triton.language.float32)
-    else:
-        return x
-"""
+_DEMOTE_SOURCE = convert_if_dtype(DEMOTE, "float64", "float32")
 
 
 class LowerFloat64(LoadWrapperPass):

@@ -15,6 +15,7 @@ from ninetoothed_ascend.ascendify.base import (
     RewriteError,
     autotune_assignments,
     autotune_block_sizes,
+    convert_if_dtype,
     insert_after_imports,
     keyword,
 )
@@ -291,19 +292,15 @@ class WidenBfloat16(LoadWrapperPass):
 
     WRAPPER = "ninetoothed_float32_if_bfloat16"
     DTYPE_WRAPPER = "ninetoothed_float32_if_bfloat16_dtype"
-    WRAPPER_SOURCE = f"""
-@triton.jit
-def {WRAPPER}(x):
-    if x.dtype == triton.language.bfloat16:
-        return x.to(triton.language.float32)
-    else:
-        return x
-
+    WRAPPER_SOURCE = (
+        convert_if_dtype(WRAPPER, "bfloat16", "float32")
+        + f"""
 
 def {DTYPE_WRAPPER}(dtype):
     dtype = getattr(dtype, "value", dtype)
     return triton.language.float32 if dtype == triton.language.bfloat16 else dtype
 """
+    )
 
     def visit_Call(self, node):
         node = super().visit_Call(node)
