@@ -3,6 +3,7 @@
 from click.testing import CliRunner
 from conftest import EXAMPLES
 
+from ninetoothed_ascend import examples
 from ninetoothed_ascend.cli import main
 
 
@@ -13,7 +14,7 @@ def test_demo_generates_runs_and_checks_an_example(cache_dir):
 
     assert result.exit_code == 0, result.output
     assert "1 kernels, 0 mismatches" in result.output
-    assert result.output.count("matches torch") == 2
+    assert result.output.count("matches torch") == len(examples.DTYPES)
     assert "rewrites: FoldTrueMask x3" in result.output
     assert str(cache_dir) in result.output
 

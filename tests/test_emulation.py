@@ -2,6 +2,7 @@
 
 import ast
 import math
+import sys
 import textwrap
 
 import pytest
@@ -726,11 +727,12 @@ def test_running_a_cpu_variant_leaves_triton_usable_for_compilation(
 def test_without_restoring_language_core_interpreting_breaks_compilation(
     monkeypatch, pristine_triton_language
 ):
-    monkeypatch.setattr(
-        interpreter,
-        "_RESTORING_LANGUAGE_CORE",
-        "def ninetoothed_restoring_language_core(function):\n    return function\n",
-    )
+    # The interpreted copies without the wrapper that restores the module.
+    monkeypatch.setattr(interpreter, "interpreted", interpreter._interpreted_copy)
+
+    for name in [name for name in sys.modules if ".variants." in name]:
+        monkeypatch.delitem(sys.modules, name)
+
     module = load_example("softmax")
     source = DOT_KERNEL.replace('"hf32"', '"tf32"')
 

@@ -2,7 +2,9 @@
 
 import ast
 import functools
+import inspect
 import math
+import textwrap
 import types
 
 import triton
@@ -265,8 +267,19 @@ def _interpreted_copy(jit_function):
         clone
     )
 
+    # Only callees: a ``triton.jit`` function passed as a value (a reduction's
+    # combine function) must stay the object the interpreter recognizes
+    # (``tl.max`` reduces with NumPy only for the original
+    # ``_elementwise_max``; a copy takes a generic path that builds
+    # vocabulary-squared tiles).
+    called = {
+        node.func.id
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function))))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+
     for name, value in function.__globals__.items():
-        if isinstance(value, triton.runtime.JITFunction):
+        if name in called and isinstance(value, triton.runtime.JITFunction):
             namespace[name] = _interpreted_copy(value)
 
     return copy
