@@ -2,6 +2,7 @@
 
 import ast
 import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -83,3 +84,38 @@ def run_python(code, cache_dir, **extra_env):
     assert completed.returncode == 0, completed.stderr
 
     return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def assert_adapter_crashes_then_cured(
+    function, rewritten_source, signature, constants, tmp_path
+):
+    """A reproducer ``function`` crashes triton-adapter-opt in one of three compiles; ``rewritten_source`` compiles three times.
+
+    The crash is heap corruption, not certain on every run, hence the tries.
+    Needs triton-ascend (the ``ascend`` tests).
+    """
+
+    from ninetoothed_ascend.compile_check import StageError, compile_stages
+
+    outcomes = []
+
+    for _ in range(3):
+        try:
+            compile_stages(function, signature, constants)
+            outcomes.append("passed")
+        except StageError as error:
+            outcomes.append(error.stage)
+
+    assert "ttadapter" in outcomes
+
+    path = tmp_path / "rewritten.py"
+    path.write_text(rewritten_source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    for _ in range(3):
+        linalg, _ = compile_stages(
+            getattr(module, function.fn.__name__), signature, constants
+        )
+        assert "func.func" in linalg

@@ -1,10 +1,9 @@
 """ScalarizePaddedTileLowerBounds: pass tests on small ASTs (level 1) and its reproducer through the adapter (level 2)."""
 
-import importlib.util
 import pathlib
 
 import pytest
-from helpers import rewrite
+from helpers import assert_adapter_crashes_then_cured, rewrite
 
 from ninetoothed_ascend.ascendify import ScalarizeTileLowerBounds, run_pipeline
 from ninetoothed_ascend.ascendify.padded_lower_bounds import (
@@ -92,32 +91,15 @@ def test_adapter_padded_lower_bound_crash_and_its_cure(pointer, tmp_path):
 
     from reproducers import adapter_padded_lower_bound_crash as reproducer
 
-    from ninetoothed_ascend.compile_check import StageError, compile_stages
-
-    signature = {"x_ptr": pointer, "y_ptr": pointer}
-    constants = {"H": 3, "P": 4}
-    outcomes = []
-
-    for _ in range(3):
-        try:
-            compile_stages(reproducer.repro, signature, constants)
-            outcomes.append("passed")
-        except StageError as error:
-            outcomes.append(error.stage)
-
-    assert "ttadapter" in outcomes
-
     original = pathlib.Path(reproducer.__file__).read_text()
     assert run_pipeline(original, (ScalarizeTileLowerBounds,)).rewrites == ()
 
     rewritten = run_pipeline(original, (ScalarizePaddedTileLowerBounds,))
     assert rewritten.rewrites == (("ScalarizePaddedTileLowerBounds", 6),)
-    path = tmp_path / f"rewritten_{pointer[1:]}.py"
-    path.write_text(rewritten.source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
-    for _ in range(3):
-        linalg, _ = compile_stages(module.repro, signature, constants)
-        assert "func.func" in linalg
+    assert_adapter_crashes_then_cured(
+        reproducer.repro,
+        rewritten.source,
+        {"x_ptr": pointer, "y_ptr": pointer},
+        {"H": 3, "P": 4},
+        tmp_path,
+    )
