@@ -5,25 +5,32 @@ Triton and launched on CUDA tensors: the CUDA variant is NineToothed's
 source, the NPU variant the ``ascendify`` output (UB-fitted configs,
 persistent grid of ``min(tasks, cores)`` programs, sub-blocks). Each is
 autotuned over its own configs by its first call, then timed with
-``triton.testing.do_bench`` (median). On a GPU the driver reports no
-``num_vectorcore``, so the NPU variant's persistent grid uses the SoC
-setting (48 vector / 24 AI cores by default; ``--cores N`` sets both to N,
-e.g. the GPU's SM count, to separate the grid's effect from the configs').
-The ratio says what the Ascend rewrites cost or save *on a GPU*; it is not
-an NPU measurement.
+``triton.testing.do_bench`` (median, L2 flushed between repetitions).
+"Cores": on an NPU the persistent grid is one program per vector core (or
+AI core, with ``tl.dot``); a GPU reports neither, so ``--cores`` sets both
+(read when the NPU variant is generated). By default it is the GPU's SM
+count, the GPU's analogue of a core; ``--cores 48`` gives the Atlas A2
+vector-core count instead. The ratio says what the Ascend rewrites cost or
+save *on a GPU*; it is not an NPU measurement.
 
 With ``--device cpu`` both run on Triton's interpreter (the CPU variant,
 and the NPU source through the CPU pipeline): a slow smoke test that the
 script and both variants run, with each output checked against torch.
 
-Shapes: an example's ``BENCH_CASES`` (keyword arguments to its ``inputs``)
-if it defines them, else its ``CASES``, else its default inputs.
+Shapes: on CUDA, an example's ``BENCH_CASES`` (keyword arguments to its
+``inputs``) if it defines them; else, and always on the CPU, its ``CASES``,
+else its default inputs.
 
     python bench/npu_vs_cuda.py [PATHS] [--device cuda|cpu] [--dtype float16]
         [--cores N] [--rep MS]
+
+The table ends with each group's largest and geometric-mean ratio, and, for
+the groups #4 bounds (elementwise and reduction kernels), whether every
+ratio is within :data:`BOUND`.
 """
 
 import argparse
+import collections
 import functools
 import os
 import pathlib
@@ -33,6 +40,10 @@ import time
 import torch
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+#: Example groups (directories) whose NPU variant should take at most BOUND x the CUDA variant's time.
+BOUNDED_GROUPS = ("elementwise", "activation", "math", "normalization", "reduction")
+BOUND = 1.25
 
 
 def time_cuda(function, rep):
@@ -57,9 +68,16 @@ def main():
     parser.add_argument("paths", nargs="*", default=[str(EXAMPLES)])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--dtype", default="float16")
-    parser.add_argument("--cores", type=int, help="persistent-grid programs")
+    parser.add_argument(
+        "--cores",
+        type=int,
+        help="persistent-grid programs (default: the GPU's SM count; on the CPU, the SoC's)",
+    )
     parser.add_argument("--rep", type=int, default=100, help="do_bench ms")
     arguments = parser.parse_args()
+
+    if arguments.cores is None and arguments.device == "cuda":
+        arguments.cores = torch.cuda.get_device_properties(0).multi_processor_count
 
     if arguments.cores is not None:
         # Read when the NPU variant is generated (part of the cache key).
@@ -72,23 +90,33 @@ def main():
     device = arguments.device
 
     if device == "cuda":
-        print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+        import triton
+
+        print(
+            f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+            f"triton {triton.__version__}, persistent grid: {arguments.cores} programs"
+        )
 
     baseline = "CUDA" if device == "cuda" else "CPU"
     print(
-        f"| kernel | case | {baseline} variant (ms) | NPU variant (ms) "
+        f"| group | kernel | case | {baseline} variant (ms) | NPU variant (ms) "
         f"| NPU / {baseline} | both match torch |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    ratios = collections.defaultdict(list)
 
     for path in examples.find_modules(arguments.paths):
         module = examples.load_module(path)
         handle = module.kernel
+        group = path.parent.name
 
         if dtype not in examples.dtypes(module):
             continue
 
-        cases = getattr(module, "BENCH_CASES", examples.cases(module))
+        cases = examples.cases(module)
+
+        if device == "cuda":
+            cases = getattr(module, "BENCH_CASES", cases)
 
         for case in cases:
             label = (
@@ -113,14 +141,31 @@ def main():
                 npu_time = timer(functools.partial(module.launch, npu, *inputs))
             except Exception as error:  # one failing example must not hide the rest
                 print(
-                    f"| {handle.kernel_name} | {label} | failed: {type(error).__name__}: {error} | | | |"
+                    f"| {group} | {handle.kernel_name} | {label} "
+                    f"| failed: {type(error).__name__}: {error} | | | |"
                 )
                 continue
 
+            ratios[group].append(npu_time / cuda_time)
             print(
-                f"| {handle.kernel_name} | {label} | {cuda_time * 1e3:.4f} "
+                f"| {group} | {handle.kernel_name} | {label} | {cuda_time * 1e3:.4f} "
                 f"| {npu_time * 1e3:.4f} | {npu_time / cuda_time:.2f} | {ok} |"
             )
+
+    print()
+    print(f"| group | runs | largest NPU / {baseline} | geometric mean | bound |")
+    print("| --- | --- | --- | --- | --- |")
+
+    for group, values in ratios.items():
+        bound = (
+            ("met" if max(values) <= BOUND else "NOT met") + f" (<= {BOUND})"
+            if group in BOUNDED_GROUPS and device == "cuda"
+            else "none"
+        )
+        print(
+            f"| {group} | {len(values)} | {max(values):.2f} "
+            f"| {statistics.geometric_mean(values):.2f} | {bound} |"
+        )
 
 
 if __name__ == "__main__":

@@ -48,6 +48,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (8192, 8192)},)
+
 #: Triton's interpreter has no libdevice: its functions are stubs that return
 #: None ("TypeError: cannot convert None of type <class 'NoneType'> to
 #: tensor", measured with Triton 3.9 and TRITON_INTERPRET=1 on a bare

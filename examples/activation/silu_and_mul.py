@@ -41,6 +41,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"shape": (7, 2 * 300)}, {"shape": (2, 3, 2 * 67)})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (8192, 2 * 8192)},)
+
 
 def inputs(device, dtype=torch.float16, shape=(7, 2 * 300)):
     generator = torch.Generator().manual_seed(0)

@@ -37,6 +37,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (8192, 8192)},)
+
 
 def inputs(device, dtype=torch.float16, shape=(4099,)):
     generator = torch.Generator().manual_seed(0)

@@ -24,9 +24,12 @@ tensors = (Tensor(1), Tensor(1), Tensor(1))
 kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="add")
 
 
-def inputs(device, dtype=torch.float16):
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (1 << 26,)},)
+
+
+def inputs(device, dtype=torch.float16, shape=(4099,)):
     generator = torch.Generator().manual_seed(0)
-    shape = (4099,)
 
     return tuple(
         torch.randn(shape, generator=generator, dtype=torch.float32).to(device, dtype)

@@ -27,6 +27,9 @@ kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name=
 
 CASES = ({"shape": (4099,)}, {"shape": (3, 5, 67)})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (8192, 8192)},)
+
 #: Output dtype by input dtype.
 OUTPUT_DTYPES = {
     torch.float16: torch.float32,

@@ -41,11 +41,15 @@ kernel = ninetoothed_ascend.make(
 DTYPES = (torch.float32,)
 
 
-def inputs(device, dtype=torch.float32):
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"size": 1 << 24},)
+
+
+def inputs(device, dtype=torch.float32, size=1000):
     generator = torch.Generator().manual_seed(0)
 
     return tuple(
-        torch.randn((1000,), generator=generator).to(device, dtype) for _ in range(2)
+        torch.randn((size,), generator=generator).to(device, dtype) for _ in range(2)
     )
 
 

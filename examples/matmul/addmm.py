@@ -62,6 +62,9 @@ kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name=
 
 CASES = ({"m": 90, "n": 100, "k": 70}, {"m": 128, "n": 47, "k": 64})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"m": 4096, "n": 4096, "k": 4096},)
+
 #: ``tl.dot`` multiplies fp32 inputs in tf32 on NVIDIA GPUs (10-bit mantissa).
 TOLERANCES = {torch.float32: (5e-2, 1e-2)}
 

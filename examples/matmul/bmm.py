@@ -57,6 +57,10 @@ CASES = (
 TOLERANCES = {torch.float32: (5e-2, 1e-2)}
 
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"batch": 16, "m": 1024, "n": 1024, "k": 1024},)
+
+
 def inputs(device, dtype=torch.float16, batch=3, m=70, n=65, k=50):
     generator = torch.Generator().manual_seed(0)
 

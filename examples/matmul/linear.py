@@ -64,6 +64,10 @@ CASES = (
 TOLERANCES = {torch.float32: (5e-2, 1e-2)}
 
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"batch": 4096, "in_features": 4096, "out_features": 4096},)
+
+
 def inputs(device, dtype=torch.float16, batch=100, in_features=70, out_features=90):
     generator = torch.Generator().manual_seed(0)
 

@@ -51,12 +51,16 @@ kernel = ninetoothed_ascend.make(
 TOLERANCES = {torch.float32: (5e-2, 1e-2)}
 
 
-def inputs(device, dtype=torch.float16):
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"m": 4096, "n": 4096, "k": 4096},)
+
+
+def inputs(device, dtype=torch.float16, m=100, n=90, k=70):
     generator = torch.Generator().manual_seed(0)
 
     return (
-        torch.randn((100, 70), generator=generator).to(device, dtype),
-        torch.randn((70, 90), generator=generator).to(device, dtype),
+        torch.randn((m, k), generator=generator).to(device, dtype),
+        torch.randn((k, n), generator=generator).to(device, dtype),
     )
 
 

@@ -39,12 +39,16 @@ kernel = ninetoothed_ascend.make(
 )
 
 
-def inputs(device, dtype=torch.float16):
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"rows": 16384, "columns": 4096},)
+
+
+def inputs(device, dtype=torch.float16, rows=33, columns=1000):
     generator = torch.Generator().manual_seed(0)
 
     return (
-        torch.randn((33, 1000), generator=generator).to(device, dtype),
-        torch.rand((1000,), generator=generator).to(device, dtype),
+        torch.randn((rows, columns), generator=generator).to(device, dtype),
+        torch.rand((columns,), generator=generator).to(device, dtype),
     )
 
 

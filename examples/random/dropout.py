@@ -36,6 +36,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"shape": (4099,), "p": 0.3}, {"shape": (3, 5, 67), "p": 0.5})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"shape": (8192, 8192), "p": 0.3},)
+
 
 #: ``tl.rand`` is a ``triton.jit`` function that calls other ones (``randint``,
 #: ``philox``); the CPU pipeline's InterpretLanguageFunctions interprets

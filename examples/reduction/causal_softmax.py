@@ -41,6 +41,9 @@ CASES = (
     {"heads": 2, "seq_q": 5, "seq_k": 70},
 )
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"heads": 16, "seq_q": 2048, "seq_k": 2048},)
+
 
 def inputs(device, dtype=torch.float16, heads=1, seq_q=19, seq_k=19):
     generator = torch.Generator().manual_seed(0)

@@ -49,6 +49,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"rows": 5, "columns": 781}, {"rows": 3, "columns": 1500})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"rows": 16384, "columns": 4096},)
+
 
 def inputs(device, dtype=torch.float16, rows=5, columns=781):
     generator = torch.Generator().manual_seed(0)

@@ -51,6 +51,9 @@ CASES = (
     {"batch": 2, "reduced": 9, "features": 129},
 )
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"batch": 64, "reduced": 1024, "features": 1024},)
+
 
 def inputs(device, dtype=torch.float16, batch=3, reduced=100, features=70):
     generator = torch.Generator().manual_seed(0)

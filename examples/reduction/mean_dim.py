@@ -47,6 +47,9 @@ kernel = ninetoothed_ascend.make(
 
 CASES = ({"rows": 100, "columns": 70}, {"rows": 257, "columns": 33})
 
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"rows": 16384, "columns": 4096},)
+
 
 def inputs(device, dtype=torch.float16, rows=100, columns=70):
     generator = torch.Generator().manual_seed(0)

@@ -23,10 +23,14 @@ def softmax(
 kernel = ninetoothed_ascend.jit(softmax)
 
 
-def inputs(device, dtype=torch.float16):
+#: Shapes for bench/npu_vs_cuda.py: large enough to be bandwidth- or compute-bound on a GPU.
+BENCH_CASES = ({"rows": 16384, "columns": 4096},)
+
+
+def inputs(device, dtype=torch.float16, rows=37, columns=781):
     generator = torch.Generator().manual_seed(0)
 
-    return (torch.randn((37, 781), generator=generator).to(device, dtype),)
+    return (torch.randn((rows, columns), generator=generator).to(device, dtype),)
 
 
 def launch(kernel, input):
