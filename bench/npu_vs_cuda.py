@@ -7,10 +7,15 @@ persistent grid of ``min(tasks, cores)`` programs, sub-blocks). Each is
 autotuned over its own configs by its first call, then timed with
 ``triton.testing.do_bench`` (median, L2 flushed between repetitions).
 "Cores": on an NPU the persistent grid is one program per vector core (or
-AI core, with ``tl.dot``); a GPU reports neither, so ``--cores`` sets both
-(read when the NPU variant is generated). By default it is the GPU's SM
-count, the GPU's analogue of a core; ``--cores 48`` gives the Atlas A2
-vector-core count instead. The ratio says what the Ascend rewrites cost or
+AI core, with ``tl.dot``), each running one program at a time. A GPU
+reports neither count, so ``--cores`` sets both (read when the NPU variant
+is generated). The GPU's analogue of "a core, busy with one program" is a
+resident program slot: an SM holds 64 warps (H100) and NineToothed
+launches 8 warps per program, so the default is :data:`PROGRAMS_PER_SM`
+programs per SM. Fewer programs leave the GPU short of the memory
+parallelism it needs: ``--cores 132`` (one per SM on an H100) or
+``--cores 48`` (the Atlas A2 vector-core count) measure that, not the
+rewrites (docs/benchmarks.md). The ratio says what the Ascend rewrites cost or
 save *on a GPU*; it is not an NPU measurement.
 
 With ``--device cpu`` both run on Triton's interpreter (the CPU variant,
@@ -45,6 +50,9 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 BOUNDED_GROUPS = ("elementwise", "activation", "math", "normalization", "reduction")
 BOUND = 1.25
 
+#: Default persistent-grid programs per SM on CUDA: 64 resident warps / 8 warps per program.
+PROGRAMS_PER_SM = 8
+
 
 def time_cuda(function, rep):
     import triton.testing
@@ -71,13 +79,14 @@ def main():
     parser.add_argument(
         "--cores",
         type=int,
-        help="persistent-grid programs (default: the GPU's SM count; on the CPU, the SoC's)",
+        help="persistent-grid programs (default: PROGRAMS_PER_SM x the GPU's SMs; on the CPU, the SoC's)",
     )
     parser.add_argument("--rep", type=int, default=100, help="do_bench ms")
     arguments = parser.parse_args()
 
     if arguments.cores is None and arguments.device == "cuda":
-        arguments.cores = torch.cuda.get_device_properties(0).multi_processor_count
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        arguments.cores = PROGRAMS_PER_SM * sms
 
     if arguments.cores is not None:
         # Read when the NPU variant is generated (part of the cache key).
