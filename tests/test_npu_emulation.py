@@ -35,10 +35,7 @@ def npu_configs(handle):
 
 
 def test_persistent_grid_covers_every_task_with_few_cores(monkeypatch):
-    # 3 programs for 41 tasks: each program loops 13 or 14 times. The same
-    # loop covers the > 65535 tasks of a large input on an NPU; the
-    # interpreter needs ~50 ms per task here, so that size runs on a GPU
-    # (test_npu_variant_on_cuda_launches_more_than_65535_tasks).
+    # 3 programs for 41 tasks: each program loops 13 or 14 times.
     monkeypatch.setenv("NINETOOTHED_ASCEND_NUM_VECTORCORE", "3")
     module = load_example("add")
     launch = module.kernel.emulated("cpu")
@@ -52,6 +49,26 @@ def test_persistent_grid_covers_every_task_with_few_cores(monkeypatch):
     output = module.launch(launch, input, other)
 
     assert launch.__globals__["ninetoothed_num_cores"](False) == 3
+    torch.testing.assert_close(output, input + other, atol=0, rtol=0)
+
+
+@pytest.mark.slow
+def test_npu_variant_on_the_interpreter_runs_more_than_65535_tasks(monkeypatch):
+    # More tasks than coreDim allows programs (65535), on 48 programs. The
+    # interpreter spends ~13 ms per task whatever its size, so the tasks are
+    # made as small as possible: a UB that only fits 1-element blocks makes
+    # every element a task (minutes, not the hour of 8192-element blocks).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "24")
+    module = load_example("add")
+    launch = module.kernel.emulated("cpu")
+    size = 65535 + 8
+    generator = torch.Generator().manual_seed(4)
+    input, other = (torch.randn(size, generator=generator) for _ in range(2))
+
+    output = module.launch(launch, input, other)
+
+    assert [set(config.values()) for config in npu_configs(module.kernel)] == [{1}]
+    assert launch.__globals__["ninetoothed_num_cores"](False) == 48
     torch.testing.assert_close(output, input + other, atol=0, rtol=0)
 
 

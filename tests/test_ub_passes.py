@@ -14,7 +14,7 @@ from ninetoothed_ascend.ascendify import (
     SplitSubBlocks,
 )
 from ninetoothed_ascend.ascendify.base import import_aliases, resolve
-from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+from ninetoothed_ascend.ascendify.ub_configs import kernel_configs, launch_configs
 from ninetoothed_ascend.ascendify.ub_model import (
     Soc,
     UnknownSize,
@@ -156,6 +156,68 @@ def test_fit_unified_buffer_names_the_smallest_footprint_when_nothing_fits(
         rewrite(FitUnifiedBuffer, AUTOTUNED)
 
 
+HEAD_DIM_SIZED = """
+import triton
+import triton.language
+
+@triton.jit
+def kernel(p, q, n, D: triton.language.constexpr, B: triton.language.constexpr):
+    pid = triton.language.program_id(0)
+    x = triton.language.load(p + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :])
+    triton.language.store(q + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :], x + 1)
+
+tuned = triton.autotune(configs=[triton.Config({'B': 16}, num_warps=8), triton.Config({'B': 32}, num_warps=8)], key=['n'])(kernel)
+
+def launch(p, q):
+    tuned[lambda meta: ((p.size(0) + meta['B'] - 1) // meta['B'],)](p, q, p.size(0), p.size(1))
+"""
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
+    monkeypatch,
+):
+    # 12 bytes per element; 12 KB fit B x D = 1024: both of NineToothed's
+    # configs up to D = 32, only B = 16 at D = 64, halvings beyond.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
+    source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED)
+    tree = ast.parse(source)
+
+    def tried(d):
+        return [config["B"] for config in launch_configs(tree, {"D": d})]
+
+    assert count == 1
+    assert tried(8) == tried(16) == tried(32) == [16, 32]
+    assert tried(64) == [16]
+    assert tried(100) == tried(128) == [8]
+    assert tried(1024) == [1]
+    assert "key=['D', 'n']" in source
+
+    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
+    recorded = []
+
+    class Tuned:
+        def __getitem__(self, grid):
+            return lambda *args: recorded.append(args)
+
+    class Tensor:
+        def __init__(self, d):
+            self.d = d
+
+        def size(self, axis):
+            return (64, self.d)[axis]
+
+    namespace = {"tuned": Tuned()}
+    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
+    namespace["launch"](Tensor(1024), Tensor(1024))
+    assert len(recorded) == 1
+
+    # 2048 lanes of D do not fit even with B = 1: refused before compiling.
+    with pytest.raises(
+        ValueError, match=r"kernel `kernel` cannot run sizes \(2048,\) of D"
+    ):
+        namespace["launch"](Tensor(2048), Tensor(2048))
+
+
 def test_persistent_grid_loops_over_tasks_and_caps_the_grid():
     source, count = rewrite(PersistentGrid, AUTOTUNED)
 
@@ -290,7 +352,7 @@ def test_every_npu_config_of_every_example_fits_the_ub(name, dtype, case):
         and resolve(argument.annotation, aliases) == "triton.language.constexpr"
         and argument.arg in named
     }
-    configs = [sizes for _, configs in kernel_configs(tree) for sizes in configs]
+    configs = launch_configs(tree, named)
 
     for config in configs or [{}]:
         assert footprint(function, aliases, constants | config).peak <= soc().ub_bytes

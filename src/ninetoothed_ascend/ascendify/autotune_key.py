@@ -52,13 +52,13 @@ class FilterAutotuneKey(Pass):
             ):
                 continue
 
-            launch = _launch(node, statement.targets[0].id)
+            launch = launch_call(node, statement.targets[0].id)
 
             if launch is None:
                 continue
 
             grid, call = launch
-            arguments = _arguments(functions[kernel.id], call)
+            arguments = launch_arguments(functions[kernel.id], call)
             old = [
                 element.value
                 for element in key.value.elts
@@ -79,7 +79,7 @@ class FilterAutotuneKey(Pass):
         return node
 
 
-def _launch(module, name):
+def launch_call(module, name):
     """Return ``(grid, call)`` for the first ``name[grid](...)`` in ``module``, or ``None``."""
 
     for node in ast.walk(module):
@@ -94,7 +94,7 @@ def _launch(module, name):
     return None
 
 
-def _arguments(kernel, call):
+def launch_arguments(kernel, call):
     """Map the kernel's parameter names to the launch's argument expressions."""
 
     parameters = [argument.arg for argument in kernel.args.args]

@@ -4,11 +4,17 @@ import ast
 import copy
 import itertools
 
+from ninetoothed_ascend.ascendify.autotune_key import (
+    MAX_KEYS,
+    launch_arguments,
+    launch_call,
+)
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
     autotune_assignments,
     autotune_block_sizes,
+    insert_after_imports,
     keyword,
     resolve,
 )
@@ -20,6 +26,9 @@ MAX_CONFIGS = 8
 
 #: Block sizes are not doubled past this, whatever the UB allows.
 MAX_BLOCK_SIZE = 1 << 16
+
+#: Launch sizes smaller than this share its configs (the footprint only grows with them).
+MIN_LAUNCH_BOUND = 16
 
 
 class FitUnifiedBuffer(Pass):
@@ -44,9 +53,17 @@ class FitUnifiedBuffer(Pass):
     square tile), sorted from small to large. ``num_warps``/``num_stages``,
     which triton-ascend ignores, are kept as NineToothed set them.
 
-    A kernel whose tiles depend on a constexpr that is not autotuned (a
-    block size the caller passes) is left alone: the model cannot size it
-    before the launch.
+    A kernel whose tiles also depend on a size known only at the launch (a
+    shape constexpr, e.g. attention's head dimension ``D``) is sized for
+    every power of two ``D`` from :data:`MIN_LAUNCH_BOUND` up to the
+    largest with a fitting config: NineToothed's configs that fit, else
+    their halvings (config pruning; such a kernel is not split). The
+    autotuner gets the union and an ``early_config_prune`` that keeps, at
+    each launch, the configs chosen for ``next_power_of_2(D)`` (the
+    footprint grows with ``D``); ``D`` joins the autotune key; the launch
+    refuses a ``D`` above the largest, before anything is compiled. A
+    kernel whose tiles depend on a constexpr the caller passes as a block
+    size is left to :class:`~ninetoothed_ascend.ascendify.SplitSubBlocks`.
 
     :raises RewriteError: no candidate fits; names the smallest footprint.
     """
@@ -66,10 +83,18 @@ class FitUnifiedBuffer(Pass):
                 continue
 
             configs = keyword(statement.value.func, "configs").value
-            chosen = self.choose(kernel, autotune_block_sizes(statement), budget)
+            gpu_configs = autotune_block_sizes(statement)
+            launch_sized = self.launch_sized(kernel, gpu_configs[0])
 
-            if chosen is None:
+            if launch_sized is None:
                 continue
+
+            if launch_sized:
+                chosen = self.choose_per_launch_size(
+                    node, statement, kernel, gpu_configs, budget, launch_sized
+                )
+            else:
+                chosen = self.choose(kernel, gpu_configs, budget)
 
             template = configs.elts[0]
             configs.elts = [_config(template, sizes) for sizes in chosen]
@@ -77,22 +102,140 @@ class FitUnifiedBuffer(Pass):
 
         return node
 
-    def choose(self, kernel, gpu_configs, budget):
+    def launch_sized(self, kernel, config):
+        """The constexpr parameters besides ``config``'s that size tiles; ``None`` if a non-constexpr does."""
+
+        constexprs = {
+            argument.arg
+            for argument in kernel.args.args
+            if argument.annotation is not None
+            and self.resolve(argument.annotation) == "triton.language.constexpr"
+        }
+        known = dict(config)
+
+        while True:
+            try:
+                footprint(kernel, self.aliases, known)
+            except UnknownSize as error:
+                if error.args[0] not in constexprs or error.args[0] in known:
+                    return None
+
+                known[error.args[0]] = 1
+                continue
+
+            return sorted(set(known) - set(config))
+
+    def choose_per_launch_size(
+        self, module, statement, kernel, gpu_configs, budget, launch_sized
+    ):
+        """Configs for each power-of-two launch size; emit the pruner, the key and the launch's guard."""
+
+        chosen = []
+        table = {}
+        bound = MIN_LAUNCH_BOUND
+
+        while bound <= MAX_BLOCK_SIZE:
+            fixed = dict.fromkeys(launch_sized, bound)
+
+            try:
+                configs = self.choose(kernel, gpu_configs, budget, fixed, extend=False)
+            except RewriteError as error:
+                if not table:
+                    raise
+
+                refusal = error.args[0]
+                break
+
+            for sizes in configs:
+                if sizes not in chosen:
+                    chosen.append(sizes)
+
+            table[bound] = [chosen.index(sizes) for sizes in configs]
+            bound *= 2
+        else:
+            refusal = None
+
+        name = statement.targets[0].id
+        pruner = f"ninetoothed_fit_unified_buffer_{kernel.name}"
+        insert_after_imports(
+            module,
+            ast.parse(
+                _PRUNER.format(
+                    pruner=pruner,
+                    kernel=kernel.name,
+                    names=tuple(launch_sized),
+                    minimum=MIN_LAUNCH_BOUND,
+                    table=table,
+                )
+            ).body,
+        )
+        autotune = statement.value.func
+        autotune.keywords.append(
+            ast.keyword(
+                "prune_configs_by",
+                ast.parse(f"{{'early_config_prune': {pruner}}}", mode="eval").body,
+            )
+        )
+        key = keyword(autotune, "key")
+
+        if key is not None and isinstance(key.value, ast.List):
+            old = [element.value for element in key.value.elts]
+            new = (launch_sized + [item for item in old if item not in launch_sized])[
+                :MAX_KEYS
+            ]
+            key.value = ast.List([ast.Constant(item) for item in new], ast.Load())
+
+        if refusal is not None:
+            self.guard_launch(module, name, kernel, launch_sized, bound // 2, refusal)
+
+        return chosen
+
+    def guard_launch(self, module, name, kernel, launch_sized, largest, refusal):
+        """Make the launch of ``name`` raise ``ValueError`` for launch sizes above ``largest``.
+
+        Past ``largest`` no config fits, and the NPU compile would fail in
+        ``bishengir-compile`` with "ub overflow"; the launch fails first, with
+        the model's numbers (``refusal``).
+        """
+
+        found = launch_call(module, name)
+
+        if found is None:
+            return
+
+        _, call = found
+        arguments = launch_arguments(kernel, call)
+        values = ", ".join(ast.unparse(arguments[item]) for item in launch_sized)
+        prefix = f"kernel `{kernel.name}` cannot run sizes "
+        suffix = (
+            f" of {', '.join(launch_sized)} on Ascend: at most {largest} fits the "
+            f"Unified Buffer by the UB model (docs/ub.md); at {largest * 2}, {refusal}"
+        )
+        check = ast.parse(
+            f"if max(({values},)) > {largest}:\n"
+            f"    raise ValueError({prefix!r} + repr(({values},)) + {suffix!r})"
+        ).body[0]
+
+        for function in module.body:
+            if isinstance(function, ast.FunctionDef) and call in ast.walk(function):
+                for index, statement in enumerate(function.body):
+                    if call in ast.walk(statement):
+                        function.body.insert(index, check)
+
+                        return
+
+    def choose(self, kernel, gpu_configs, budget, fixed=None, extend=True):
         names = list(gpu_configs[0])
         values = {
             name: sorted({config[name] for config in gpu_configs}) for name in names
         }
 
         def measure(sizes):
-            return footprint(kernel, self.aliases, sizes).peak
+            return footprint(kernel, self.aliases, sizes | (fixed or {})).peak
 
-        try:
-            smallest = {name: values[name][0] for name in names}
-            measure(smallest)
-        except UnknownSize:
-            return None
+        smallest = {name: values[name][0] for name in names}
 
-        for name in names:
+        for name in names if extend else ():
             while values[name][-1] < MAX_BLOCK_SIZE:
                 larger = smallest | {name: values[name][-1] * 2}
 
@@ -132,6 +275,18 @@ class FitUnifiedBuffer(Pass):
                 key=lambda item: (item[0], list(item[1].values())),
             )
         ]
+
+
+_PRUNER = '''
+def {pruner}(configs, named_args, **kwargs):
+    """The configs of `{kernel}` that fit the Unified Buffer at this launch's {names} (FitUnifiedBuffer, docs/ub.md)."""
+    arguments = {{**named_args, **kwargs}}
+    size = max(arguments[name] for name in {names!r})
+    bound = {minimum}
+    while bound < size:
+        bound *= 2
+    return [configs[index] for index in {table!r}[bound]]
+'''
 
 
 def _fitting(names, values, measure, budget):
@@ -194,3 +349,53 @@ def kernel_configs(tree):
             )
 
     return found
+
+
+def launch_configs(tree, named_args):
+    """Return the block sizes the NPU variant's autotuner tries for one launch.
+
+    All of :func:`kernel_configs`, less those the ``early_config_prune`` of
+    :class:`FitUnifiedBuffer` drops for the launch's sizes (kernels sized at
+    the launch, e.g. by a head dimension).
+
+    :param tree: ``ast.Module``, an NPU variant's source.
+    :param named_args: ``dict`` kernel parameter name -> value, of the launch.
+    :return: ``list`` of ``dict`` of block sizes (``[]`` without an autotuner).
+    """
+
+    from ninetoothed_ascend.ascendify.base import import_aliases
+
+    aliases = import_aliases(tree)
+    pruners = {}
+
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Call)
+            and resolve(node.func.func, aliases) == "triton.autotune"
+            and keyword(node.func, "prune_configs_by") is not None
+        ):
+            (pruner,) = keyword(node.func, "prune_configs_by").value.values
+            pruners[node.args[0].id] = pruner.id
+
+    functions = {
+        statement.name: statement
+        for statement in tree.body
+        if isinstance(statement, ast.FunctionDef)
+    }
+    chosen = []
+
+    for kernel, configs in kernel_configs(tree):
+        if kernel.name in pruners:
+            namespace = {}
+            exec(  # the pruner is plain Python, generated by FitUnifiedBuffer
+                compile(
+                    ast.Module([functions[pruners[kernel.name]]], []), "<ub>", "exec"
+                ),
+                namespace,
+            )
+            configs = namespace[pruners[kernel.name]](configs, named_args)
+
+        chosen.extend(configs)
+
+    return chosen
