@@ -24,6 +24,16 @@ def rewrite(pass_class, source):
     return ast.unparse(tree), count
 
 
+def assert_no_rewrite(pass_class, source):
+    """Run one pass on ``source``, assert that it rewrote nothing, and return the source it left."""
+
+    source, count = rewrite(pass_class, source)
+
+    assert count == 0
+
+    return source
+
+
 def load_example(name):
     """Import example ``name`` afresh (its kernel is built, or loaded from the current cache)."""
 

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import pathlib
+import sys
 import tarfile
 
 import pytest
@@ -25,6 +26,20 @@ def invoke(*args, env=None):
     return CliRunner().invoke(main, [str(arg) for arg in args], env=env)
 
 
+def record(cache_dir, manifest, *python_args):
+    """``record`` ``python *python_args``, with the downstream operators importable, into ``cache_dir`` and ``manifest``."""
+
+    env = os.environ | {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
+    }
+    result = invoke(
+        "record", "-o", manifest, "--", sys.executable, *python_args, env=env
+    )
+
+    assert result.exit_code == 0, result.output
+
+
 def tree(directory):
     """Every file of a cache's layout, by relative path, with its bytes."""
 
@@ -41,20 +56,7 @@ def recorded(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("recorded")
     cache_dir, manifest = base / "cache", base / "manifest.json"
-    env = os.environ | {
-        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
-        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
-    }
-    import sys
-
-    result = CliRunner().invoke(
-        main,
-        ["record", "-o", str(manifest), "--", sys.executable, "-m", "downstream_ops"]
-        + RECORDED_OPS,
-        env=env,
-    )
-
-    assert result.exit_code == 0, result.output
+    record(cache_dir, manifest, "-m", "downstream_ops", *RECORDED_OPS)
 
     return cache_dir, manifest
 
@@ -344,19 +346,8 @@ for op in ("add", "where_max"):
 
 @pytest.mark.ascend
 def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
-    import sys
-
     cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
-    env = os.environ | {
-        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
-        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
-    }
-    recorded = CliRunner().invoke(
-        main,
-        ["record", "-o", str(manifest), "--", sys.executable, "-c", CALL_TWO_KERNELS],
-        env=env,
-    )
-    assert recorded.exit_code == 0, recorded.output
+    record(cache_dir, manifest, "-c", CALL_TWO_KERNELS)
 
     every = invoke("check", "--manifest", manifest, "--cache-dir", cache_dir)
 

@@ -676,37 +676,15 @@ def test_emulated_cuda_variant_of_every_example_passes_cuda_tritons_frontend(
     import sys
 
     from ninetoothed_ascend import compile_check
-    from ninetoothed_ascend.ascendify.base import (
-        autotune_assignments,
-        autotune_block_sizes,
-    )
 
     module = shared_example(name)
     handle = module.kernel
     emulated = sys.modules[handle.emulated("cuda").__module__]
-    kernel = getattr(emulated, handle.kernel_name)
-    call = compile_check._record_kernel_call(
+    kernel, arguments = compile_check.compile_arguments(
         emulated, handle, module.launch, module.inputs("cpu", dtype, **case), "cuda"
     )
-    configs = [
-        sizes
-        for statement in autotune_assignments(ast.parse(handle.source("cuda")))
-        for sizes in autotune_block_sizes(statement)
-    ] or [{}]
 
-    for config in configs:
-        named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
-        constants = {
-            param.name: named[param.name]
-            for param in kernel.params
-            if param.is_constexpr
-        }
-        signature = {
-            argument: compile_check._triton_type(named[argument])
-            for argument in kernel.arg_names
-            if argument not in constants
-        }
-
+    for signature, constants in arguments:
         assert "tt.func" in _cuda_make_ir_for_signature(kernel, signature, constants)
 
 

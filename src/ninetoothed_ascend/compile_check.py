@@ -154,7 +154,36 @@ def check_variant(handle, launch, *inputs, variant="npu"):
     :raises StageError: for the first config that fails.
     """
 
-    module = handle.module(variant)
+    kernel, arguments = compile_arguments(
+        handle.module(variant), handle, launch, inputs, variant
+    )
+    results = []
+
+    for signature, constants in arguments:
+        linalg, seconds = compile_stages(kernel, signature, constants)
+        results.append(CheckResult(constants, seconds, linalg))
+
+    return results
+
+
+def compile_arguments(module, handle, launch, inputs, variant):
+    """Return a variant's kernel and, for each of its autotune configs, its signature and constants, from a real call.
+
+    ``launch(kernel, *inputs)`` is called once with a recorder in place of
+    the kernel; nothing is launched.
+
+    :param module: the variant's module (``handle.module(variant)``, or an
+        emulation of it).
+    :param handle: :class:`~ninetoothed_ascend.Handle`.
+    :param launch: ``callable(kernel, *inputs)`` (an example's ``launch``).
+    :param inputs: tensors (any device; only dtypes and shapes matter).
+    :param variant: ``str``, the variant whose source holds the configs.
+    :return: ``(kernel, [(signature, constants), ...])``: the ``triton.jit``
+        function, and the arguments :func:`compile_stages` takes, one pair
+        per config (one pair when the variant does not autotune); the
+        signature is in the kernel's parameter order.
+    """
+
     kernel = getattr(module, handle.kernel_name)
     call = _record_kernel_call(module, handle, launch, inputs, variant)
     # The variant's own configs: the NPU pipeline replaces NineToothed's
@@ -166,7 +195,7 @@ def check_variant(handle, launch, *inputs, variant="npu"):
         )
         for block_sizes in kernel_configs
     ] or [{}]
-    results = []
+    arguments = []
 
     for config in configs:
         named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
@@ -176,14 +205,13 @@ def check_variant(handle, launch, *inputs, variant="npu"):
             if param.is_constexpr
         }
         signature = {
-            name: _triton_type(value)
-            for name, value in named.items()
-            if name in kernel.arg_names and name not in constants
+            name: _triton_type(named[name])
+            for name in kernel.arg_names
+            if name not in constants
         }
-        linalg, seconds = compile_stages(kernel, signature, constants)
-        results.append(CheckResult(constants, seconds, linalg))
+        arguments.append((signature, constants))
 
-    return results
+    return kernel, arguments
 
 
 @dataclasses.dataclass

@@ -4,7 +4,7 @@ import ast
 import dataclasses
 import textwrap
 
-from ninetoothed_ascend.ascendify.base import Pass, RewriteError
+from ninetoothed_ascend.ascendify.base import Pass, RewriteError, insert_after_imports
 
 #: Where triton-ascend keeps its libdevice, newest first: ``cann`` in the
 #: current source tree, ``ascend`` in triton-ascend 3.2.0 (../shared/ASCEND.md,
@@ -494,19 +494,12 @@ class RemapLibdevice(Pass):
             # Composites name ``triton.language``; NineToothed always imports it.
             tree.body.insert(0, ast.parse("import triton.language").body[0])
 
-        index = 0
-
-        while index < len(tree.body) and isinstance(
-            tree.body[index], (ast.Import, ast.ImportFrom)
-        ):
-            index += 1
-
         statements = [_detecting_import()] if self._uses_ascend else []
         statements += [
             composite_function(helper, target)
             for helper, target in sorted(self._composites.items())
         ]
-        tree.body[index:index] = statements
+        insert_after_imports(tree, statements)
 
 
 def composite_function(name, composite):

@@ -34,60 +34,85 @@ class _LowerBoundRewriter(ast.NodeTransformer):
     def visit_Compare(self, node):
         self.generic_visit(node)
 
-        index = self._tile_index(node)
+        for _, size, index, factor in lower_bound_terms(self._owner, node):
+            if ast.dump(factor) == ast.dump(size):
+                self._owner.rewrote()
 
-        if index is None:
-            return node
+                return index_lower_bound(index, node)
 
-        self._owner.rewrote()
+        return node
 
-        return ast.copy_location(
-            ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]),
-            node,
-        )
 
-    def _tile_index(self, node):
-        if not (
-            len(node.ops) == 1
-            and isinstance(node.ops[0], ast.GtE)
-            and _is_zero(node.comparators[0])
-            and isinstance(node.left, ast.BinOp)
-            and isinstance(node.left.op, ast.Add)
+def lower_bound_terms(owner, node):
+    """Yield ``(arange, size, index, factor)`` for each reading of ``node`` as ``index * factor + arange >= 0``.
+
+    ``arange`` is ``triton.language.arange(0, size)``, subscripted or not;
+    either order of the sum and of the product is read. Nothing is yielded
+    when ``node`` is no such comparison. Which reading may be rewritten is
+    each lower-bound pass's own proof: :class:`ScalarizeTileLowerBounds`
+    needs ``factor == size``, ``ScalarizePaddedTileLowerBounds`` a guard.
+
+    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose
+        imports resolve ``arange``.
+    :param node: an ``ast`` expression.
+    """
+
+    if not (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.GtE)
+        and _is_zero(node.comparators[0])
+        and isinstance(node.left, ast.BinOp)
+        and isinstance(node.left.op, ast.Add)
+    ):
+        return
+
+    total = node.left
+
+    for arange, product in ((total.right, total.left), (total.left, total.right)):
+        size = arange_size(owner, arange)
+
+        if size is None or not (
+            isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult)
         ):
-            return None
+            continue
 
-        total = node.left
-
-        for arange, product in ((total.right, total.left), (total.left, total.right)):
-            size = self._arange_size(arange)
-
-            if size is None or not (
-                isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult)
-            ):
-                continue
-
-            for index, factor in (
-                (product.left, product.right),
-                (product.right, product.left),
-            ):
-                if ast.dump(factor) == ast.dump(size):
-                    return index
-
-        return None
-
-    def _arange_size(self, node):
-        if isinstance(node, ast.Subscript):
-            node = node.value
-
-        if (
-            self._owner.is_call_to(node, "triton.language.arange")
-            and len(node.args) == 2
-            and not node.keywords
-            and _is_zero(node.args[0])
+        for index, factor in (
+            (product.left, product.right),
+            (product.right, product.left),
         ):
-            return node.args[1]
+            yield arange, size, index, factor
 
-        return None
+
+def arange_size(owner, node):
+    """Return ``size`` if ``node`` is ``triton.language.arange(0, size)``, subscripted or not, else ``None``.
+
+    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose
+        imports resolve ``arange``.
+    :param node: an ``ast`` expression.
+    """
+
+    if isinstance(node, ast.Subscript):
+        node = node.value
+
+    if (
+        owner.is_call_to(node, "triton.language.arange")
+        and len(node.args) == 2
+        and not node.keywords
+        and _is_zero(node.args[0])
+    ):
+        return node.args[1]
+
+    return None
+
+
+def index_lower_bound(index, node):
+    """Return ``index >= 0``, located where ``node`` is, to replace it."""
+
+    return ast.copy_location(
+        ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]),
+        node,
+    )
 
 
 def _is_zero(node):

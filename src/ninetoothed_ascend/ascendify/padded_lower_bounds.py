@@ -3,6 +3,11 @@
 import ast
 
 from ninetoothed_ascend.ascendify.base import MaskPass
+from ninetoothed_ascend.ascendify.lower_bounds import (
+    arange_size,
+    index_lower_bound,
+    lower_bound_terms,
+)
 
 
 class ScalarizePaddedTileLowerBounds(MaskPass):
@@ -46,7 +51,7 @@ class ScalarizePaddedTileLowerBounds(MaskPass):
             if isinstance(conjunct, ast.Compare)
             and len(conjunct.ops) == 1
             and isinstance(conjunct.ops[0], ast.Lt)
-            and self._is_arange_from_zero(conjunct.left)
+            and arange_size(self, conjunct.left) is not None
         }
 
         return self._rewrite_conjuncts(mask, guards)
@@ -58,58 +63,13 @@ class ScalarizePaddedTileLowerBounds(MaskPass):
 
             return node
 
-        index = self._guarded_index(node, guards)
+        for arange, _, index, factor in lower_bound_terms(self, node):
+            if (ast.dump(arange), ast.dump(factor)) in guards:
+                self.rewrote()
 
-        if index is None:
-            return node
+                return index_lower_bound(index, node)
 
-        self.rewrote()
-
-        return ast.copy_location(
-            ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]),
-            node,
-        )
-
-    def _guarded_index(self, node, guards):
-        if not (
-            isinstance(node, ast.Compare)
-            and len(node.ops) == 1
-            and isinstance(node.ops[0], ast.GtE)
-            and _is_zero(node.comparators[0])
-            and isinstance(node.left, ast.BinOp)
-            and isinstance(node.left.op, ast.Add)
-        ):
-            return None
-
-        total = node.left
-
-        for arange, product in ((total.right, total.left), (total.left, total.right)):
-            if not (
-                self._is_arange_from_zero(arange)
-                and isinstance(product, ast.BinOp)
-                and isinstance(product.op, ast.Mult)
-            ):
-                continue
-
-            for index, factor in (
-                (product.left, product.right),
-                (product.right, product.left),
-            ):
-                if (ast.dump(arange), ast.dump(factor)) in guards:
-                    return index
-
-        return None
-
-    def _is_arange_from_zero(self, node):
-        if isinstance(node, ast.Subscript):
-            node = node.value
-
-        return (
-            self.is_call_to(node, "triton.language.arange")
-            and len(node.args) == 2
-            and not node.keywords
-            and _is_zero(node.args[0])
-        )
+        return node
 
 
 def _conjuncts(node):
@@ -117,9 +77,3 @@ def _conjuncts(node):
         return _conjuncts(node.left) + _conjuncts(node.right)
 
     return [node]
-
-
-def _is_zero(node):
-    return (
-        isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
-    )
