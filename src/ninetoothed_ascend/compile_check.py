@@ -186,19 +186,17 @@ def compile_arguments(module, handle, launch, inputs, variant):
 
     kernel = getattr(module, handle.kernel_name)
     call = _record_kernel_call(module, handle, launch, inputs, variant)
-    # The variant's own configs: the NPU pipeline replaces NineToothed's
-    # (FitUnifiedBuffer) and defers the autotuner into a factory.
-    configs = [
-        block_sizes
-        for _, kernel_configs in ub_configs.kernel_configs(
-            ast.parse(handle.source(variant))
-        )
-        for block_sizes in kernel_configs
-    ] or [{}]
+    launched = dict(zip(kernel.arg_names, call.args)) | call.kwargs
+    # The variant's own configs, those its autotuner tries for this launch:
+    # the NPU pipeline replaces NineToothed's (FitUnifiedBuffer) and defers
+    # the autotuner into a factory.
+    configs = ub_configs.launch_configs(
+        ast.parse(handle.source(variant)), launched
+    ) or [{}]
     arguments = []
 
     for config in configs:
-        named = dict(zip(kernel.arg_names, call.args)) | call.kwargs | config
+        named = launched | config
         constants = {
             param.name: named[param.name]
             for param in kernel.params
