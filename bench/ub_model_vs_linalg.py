@@ -32,7 +32,7 @@ import torch
 
 from ninetoothed_ascend import compile_check, examples
 from ninetoothed_ascend.ascendify.base import import_aliases
-from ninetoothed_ascend.ascendify.ub_model import DTYPE_BYTES, footprint
+from ninetoothed_ascend.ascendify.ub_model import footprint
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -61,6 +61,21 @@ def mlir_bytes(text, pattern):
     return total
 
 
+def pointer_sizes(handle, launch, inputs):
+    """Bytes per element of each pointer parameter, from the launch's tensors (index tensors are often int64)."""
+
+    _, arguments = compile_check.compile_arguments(
+        handle.module("npu"), handle, launch, inputs, "npu"
+    )
+    signature, _ = arguments[0]
+
+    return {
+        name: _MLIR_BYTES[kind.removeprefix("*").replace("fp", "f")]
+        for name, kind in signature.items()
+        if kind.startswith("*")
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(EXAMPLES)])
@@ -81,20 +96,16 @@ def main():
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name == handle.kernel_name
         )
-        pointers = [
-            argument.arg
-            for argument in kernel.args.args
-            if argument.arg.endswith("_pointer")
-        ]
 
         for dtype in (torch.float16, torch.float32):
+            if dtype not in examples.dtypes(module):
+                continue
+
             inputs = module.inputs("cpu", dtype)
-            size = DTYPE_BYTES[str(dtype).removeprefix("torch.")]
+            elem_sizes = pointer_sizes(handle, module.launch, inputs)
 
             for result in compile_check.check_variant(handle, module.launch, *inputs):
-                model = footprint(
-                    kernel, aliases, result.config, dict.fromkeys(pointers, size)
-                )
+                model = footprint(kernel, aliases, result.config, elem_sizes)
                 alloc = mlir_bytes(
                     result.linalg, r"memref\.alloc\(\) : memref<([0-9a-z]+)>"
                 )
