@@ -84,6 +84,20 @@ def test_model_keeps_loop_carried_tiles_live_and_sizes_dots_in_fp32():
     assert model(source, sizes).peak == 64 * 32 * 4 + loads + 2 * 64 * 32 * 4
 
 
+def test_model_counts_loads_inside_a_tile_method_call():
+    # NineToothed writes casts as methods of expressions: `(s * load(q)).to(t)`.
+    source = """
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        x = (2.0 * tl.load(p + tl.arange(0, B))).to(tl.float16)
+        tl.store(q + tl.arange(0, B), x)
+    """
+    # Peak: the load (2 * 4 bytes) and the product (4 bytes); the cast (2
+    # bytes) is computed from the product alone.
+    assert model(source, {"B": 1024}).loads == 4096
+    assert model(source, {"B": 1024}).peak == 1024 * (8 + 4)
+
+
 def test_model_raises_for_an_extent_it_was_not_given():
     with pytest.raises(UnknownSize):
         model(ELEMENTWISE, {})

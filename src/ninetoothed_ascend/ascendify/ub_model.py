@@ -371,7 +371,14 @@ class _Model:
         return result, max(used, held + fresh), fresh
 
     def call(self, node):
-        name = self.name(node.func) or ""
+        if isinstance(node.func, ast.Attribute) and not self.is_module(node.func.value):
+            # A tile's method, ``(x * y).to(tl.float16)``: the receiver is the
+            # first argument of the function of that name.
+            name = f"triton.language.{node.func.attr}"
+            node = ast.Call(node.func, [node.func.value, *node.args], node.keywords)
+        else:
+            name = self.name(node.func) or ""
+
         function = name.removeprefix("triton.language.")
         arguments = {**dict(enumerate(node.args))}
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
@@ -451,6 +458,14 @@ class _Model:
         operands = [*node.args, *(keyword.value for keyword in node.keywords)]
 
         return self.combine(operands)
+
+    def is_module(self, node):
+        """Whether ``node`` names an imported module (``tl``, ``triton.language``), not a value."""
+
+        while isinstance(node, ast.Attribute):
+            node = node.value
+
+        return isinstance(node, ast.Name) and node.id in self.aliases
 
     def shape_of(self, node):
         """The broadcast shape of the ``arange`` terms of ``node`` (a tile of element size 0)."""
