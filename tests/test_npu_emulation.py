@@ -123,3 +123,41 @@ def test_npu_variant_on_cuda_launches_more_than_65535_tasks():
         tuner.configs = saved
 
     torch.testing.assert_close(output, input + other, atol=0, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_npu_variant_on_cuda_tries_only_the_configs_that_fit_its_head_dimension(
+    monkeypatch,
+):
+    # The real autotuner calls FitUnifiedBuffer's early_config_prune; the CPU
+    # emulation has no autotuner, so this runs on a GPU only.
+    module = load_example("flash_attention")
+    launch = module.kernel.emulated("cuda")
+    pruner = f"ninetoothed_fit_unified_buffer_{module.kernel.kernel_name}"
+    original = launch.__globals__[pruner]
+    kept = []
+
+    def recording(configs, named_args, **kwargs):
+        chosen = original(configs, named_args, **kwargs)
+        kept.append([config.kwargs for config in chosen])
+
+        return chosen
+
+    monkeypatch.setitem(launch.__globals__, pruner, recording)
+
+    for head_dim in (64, 512):
+        inputs = module.inputs("cuda", torch.float16, head_dim=head_dim)
+        assert_matches(
+            module,
+            module.launch(launch, *inputs),
+            module.reference(*inputs),
+            torch.float16,
+        )
+
+    small, large = kept
+    assert len(kept) == 2
+    assert (
+        max(max(config.values()) for config in large)
+        <= 16
+        < max(max(config.values()) for config in small)
+    )
