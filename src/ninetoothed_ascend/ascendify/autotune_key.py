@@ -66,7 +66,9 @@ class FilterAutotuneKey(Pass):
             ]
             sizes = [name for name in old if _method(arguments.get(name)) == "size"]
             grid_text = ast.dump(grid)
-            divided = _divided_names(functions[kernel.id])
+            divided = _divided_names(
+                functions[kernel.id], self.constexpr_parameters(functions[kernel.id])
+            )
             in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
             tiled = [name for name in sizes if name in divided and name not in in_grid]
             rest = [name for name in sizes if name not in in_grid + tiled]
@@ -119,15 +121,9 @@ def _method(node):
     return None
 
 
-def _divided_names(kernel):
-    """Names read in the dividend of a ``//`` whose divisor is a constexpr parameter."""
+def _divided_names(kernel, constexprs):
+    """Names read in the dividend of a ``//`` whose divisor is one of the ``constexprs`` parameters."""
 
-    constexprs = {
-        argument.arg
-        for argument in kernel.args.args
-        if argument.annotation is not None
-        and ast.unparse(argument.annotation).endswith("constexpr")
-    }
     names = set()
 
     for node in ast.walk(kernel):

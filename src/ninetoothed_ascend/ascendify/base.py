@@ -67,6 +67,16 @@ class Pass(ast.NodeTransformer):
     def is_call_to(self, node, *names):
         return isinstance(node, ast.Call) and self.resolve(node.func) in names
 
+    def constexpr_parameters(self, kernel):
+        """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``)."""
+
+        return {
+            argument.arg
+            for argument in kernel.args.args
+            if argument.annotation is not None
+            and self.resolve(argument.annotation) == "triton.language.constexpr"
+        }
+
 
 class MaskPass(Pass):
     """A pass that rewrites only the ``mask=`` argument of ``triton.language.load`` and ``store``.

@@ -165,12 +165,7 @@ class SplitSubBlocks(Pass):
                 self.rewrote()
 
     def split(self, kernel, budget):
-        constexprs = {
-            argument.arg
-            for argument in kernel.args.args
-            if argument.annotation is not None
-            and self.resolve(argument.annotation) == "triton.language.constexpr"
-        }
+        constexprs = self.constexpr_parameters(kernel)
         extents = set()
 
         for call in ast.walk(kernel):

@@ -105,12 +105,7 @@ class FitUnifiedBuffer(Pass):
     def launch_sized(self, kernel, config):
         """The constexpr parameters besides ``config``'s that size tiles; ``None`` if a non-constexpr does."""
 
-        constexprs = {
-            argument.arg
-            for argument in kernel.args.args
-            if argument.annotation is not None
-            and self.resolve(argument.annotation) == "triton.language.constexpr"
-        }
+        constexprs = self.constexpr_parameters(kernel)
         known = dict(config)
 
         while True:
