@@ -99,6 +99,26 @@ def test_rows_too_large_for_the_ub_are_split_into_sub_blocks(
     )
 
 
+@pytest.mark.parametrize("name", ["softmax", "rms_norm"])
+def test_rows_too_large_for_the_default_ub_are_split_into_sub_blocks(monkeypatch, name):
+    # Atlas A2's 192 KB: softmax splits rows above 16384 lanes, RMS norm
+    # above 8192 (docs/ub.md); 20000 lanes are a 32768-lane block.
+    monkeypatch.delenv("NINETOOTHED_ASCEND_UB_BYTES", raising=False)
+    monkeypatch.delenv("ASCEND_UB_CAPACITY_BITS", raising=False)
+    module = load_example(name)
+    launch = module.kernel.emulated("cpu")
+    inputs = module.inputs("cpu", torch.float32, rows=2, columns=20000)
+    (sub_block,) = map(int, re.findall(r" <= (\d+):", module.kernel.source("npu")))
+
+    assert sub_block < 32768
+    assert_matches(
+        module,
+        module.launch(launch, *inputs),
+        module.reference(*inputs),
+        torch.float32,
+    )
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_npu_variant_on_cuda_launches_more_than_65535_tasks():
     module = shared_example("add")
