@@ -1,6 +1,7 @@
 """Launch one program per core and loop over the tasks inside the kernel."""
 
 import ast
+import copy
 
 from ninetoothed_ascend.ascendify.base import (
     Pass,
@@ -35,7 +36,12 @@ class PersistentGrid(Pass):
             ...                                  # the original body after it
 
     and its launch grid ``lambda meta: (tasks,)`` becomes
-    ``lambda meta: (min(tasks, ninetoothed_num_cores(cube)),)``. The grid's
+    ``lambda meta: (min(tasks, ninetoothed_num_cores(cube)),)``. A launch
+    with no task (a tensor with zero elements) launches nothing: the launch
+    statement runs under ``if tasks > 0``, with every ``meta`` value taken
+    as 1, since a grid of ``min(0, cores)`` = 0 programs is no valid coreDim
+    and NineToothed's task counts, ``(size - 1) // block + 1`` per dimension,
+    are 0 for a block size of 1 exactly when they are 0 for every block size. The grid's
     expression is rewritten in the kernel's terms by matching it against the
     launch's own arguments (``t.size(0)`` is what the launch passes for the
     kernel's parameter ``t_size_0``; ``meta['B']`` is constexpr ``B``). When
@@ -72,6 +78,7 @@ class PersistentGrid(Pass):
 
         self.spec = soc()
         done = set()
+        guards = {}
 
         for call in [child for child in ast.walk(node) if isinstance(child, ast.Call)]:
             if not (
@@ -90,9 +97,11 @@ class PersistentGrid(Pass):
                     "PersistentGrid rewrites one launch per kernel; launch it from one place.",
                 )
 
-            self.rewrite(kernel, call)
+            guards[id(call)] = self.rewrite(kernel, call)
             done.add(kernel.name)
             self.rewrote()
+
+        _GuardLaunches(guards).visit(node)
 
         if done:
             insert_after_imports(node, ast.parse(self.helper()).body)
@@ -112,6 +121,11 @@ class PersistentGrid(Pass):
 
         meta = grid.args.args[0].arg if grid.args.args else None
         tasks = _KernelTerms(kernel, call, meta).translate(elements[0])
+        any_task = ast.Compare(
+            _UnitMeta(meta).visit(copy.deepcopy(elements[0])),
+            [ast.Gt()],
+            [ast.Constant(0)],
+        )
         position, pid = _program_id_statement(self, kernel)
         loop = ast.parse(
             f"for {pid} in range(ninetoothed_first_task, ninetoothed_num_tasks, "
@@ -138,6 +152,8 @@ class PersistentGrid(Pass):
             f"min({ast.unparse(elements[0])}, ninetoothed_num_cores({cube}))",
             mode="eval",
         ).body
+
+        return any_task
 
     def helper(self):
         return _NUM_CORES.format(
@@ -253,6 +269,34 @@ def _program_id_statement(owner, kernel):
         "at its top level, or returns early.",
         "PersistentGrid needs NineToothed's program-id decomposition to loop over tasks.",
     )
+
+
+class _UnitMeta(ast.NodeTransformer):
+    """Take every ``meta[...]`` of a grid as 1."""
+
+    def __init__(self, meta):
+        self._meta = meta
+
+    def visit_Subscript(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == self._meta:
+            return ast.Constant(1)
+
+        return self.generic_visit(node)
+
+
+class _GuardLaunches(ast.NodeTransformer):
+    """Put each rewritten launch statement under its ``if tasks > 0``."""
+
+    def __init__(self, guards):
+        self._guards = guards
+
+    def visit_Expr(self, node):
+        guard = self._guards.get(id(node.value))
+
+        if guard is None:
+            return node
+
+        return ast.If(guard, [node], [])
 
 
 class _KernelTerms:

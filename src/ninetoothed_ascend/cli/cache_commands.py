@@ -13,6 +13,7 @@ import sys
 import click
 
 from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend import host
 from ninetoothed_ascend.cache import archive
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
@@ -194,7 +195,9 @@ def import_command(archive_path, cache_dir):
 def doctor():
     """Report the toolchain, devices and cache that ninetoothed-ascend would use here.
 
-    Exits with 1 if the cache directory cannot be used as configured.
+    Each problem comes with the command that repairs it. Exits with 1 if the
+    cache directory cannot be used as configured, or ``import triton`` does not
+    find the installed triton-ascend (CUDA Triton replaced it).
     """
 
     problems = 0
@@ -205,13 +208,6 @@ def doctor():
     line("python", f"{platform.python_version()} ({sys.executable})")
     line("ninetoothed", _version("ninetoothed"))
 
-    triton_ascend = _version("triton-ascend")
-    line(
-        "triton",
-        f"triton-ascend {triton_ascend} (Ascend compile check available)"
-        if triton_ascend
-        else f"triton {_version('triton')} (CUDA Triton; no Ascend compile check here)",
-    )
     line("torch", _version("torch"))
 
     import torch
@@ -225,18 +221,14 @@ def doctor():
         if cuda
         else "none",
     )
-    npu_version = _version("torch-npu") or _version("torch_npu")
-    npus = "torch_npu not installed"
 
-    if npu_version:
-        try:
-            import torch_npu  # noqa: F401
+    for finding in host.diagnose():
+        line(finding.name, finding.detail)
 
-            npus = f"torch_npu {npu_version}: {torch.npu.device_count()} devices"
-        except Exception as error:  # torch_npu without CANN raises on import
-            npus = f"torch_npu {npu_version}: unusable ({error})"
+        if finding.fix:
+            line("  fix", finding.fix)
 
-    line("npu devices", npus)
+        problems += finding.fatal
 
     explicit = [
         (name, os.environ[name])

@@ -1,0 +1,213 @@
+"""The Python environment of an Ascend host: which ``triton`` is installed, and what to install beside it.
+
+triton-ascend installs the top-level ``triton`` package under the distribution
+name ``triton-ascend``. NineToothed requires the distribution ``triton``, so a
+plain ``pip install ninetoothed-ascend`` on an Ascend host installs CUDA Triton
+over triton-ascend's files (../shared/ASCEND.md, "Packages"). The recipe that
+avoids it installs NineToothed and this package with ``--no-deps`` and their
+other requirements by name: :func:`requirements_beside_triton_ascend` lists
+them from the installed metadata, so the recipe follows the packages' own
+requirements. :func:`diagnose` is what ``ninetoothed-ascend doctor`` reports.
+"""
+
+import dataclasses
+import importlib.metadata
+import importlib.util
+import pathlib
+import re
+
+#: The distribution that owns ``import triton`` on an Ascend host.
+TRITON_ASCEND = "triton-ascend"
+
+#: CUDA Triton's distribution, which NineToothed requires by name.
+CUDA_TRITON = "triton"
+
+#: The command that puts triton-ascend back where CUDA Triton replaced it.
+REPAIR_TRITON = (
+    f"pip uninstall -y {CUDA_TRITON} {TRITON_ASCEND} && "
+    f"pip install {TRITON_ASCEND}=={{version}}"
+)
+
+#: Where ``bishengir-compile`` comes from without CANN (the BiShengIR check).
+ASCENDNPU_IR = "ascendnpu-ir"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One line of the diagnosis.
+
+    :param name: ``str``, what was looked at.
+    :param detail: ``str``, what was found.
+    :param fix: ``str`` or ``None``, the command or step that repairs it.
+    :param fatal: ``bool``, whether this environment cannot work as it is.
+    """
+
+    name: str
+    detail: str
+    fix: str | None = None
+    fatal: bool = False
+
+
+def version(distribution):
+    """Return an installed distribution's version, or ``None``.
+
+    :param distribution: ``str``, a distribution name (``"triton-ascend"``).
+    """
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def triton_package_is_ascend():
+    """Whether the ``triton`` package that ``import triton`` finds is triton-ascend's.
+
+    Decided by the files on disk (``triton/backends/ascend``), without
+    importing ``triton``: triton-ascend's import needs torch, and a replaced
+    installation may not import at all.
+
+    :return: ``bool``, or ``None`` when no ``triton`` package is installed.
+    """
+
+    spec = importlib.util.find_spec("triton")
+
+    if spec is None or spec.origin is None:
+        return None
+
+    return (pathlib.Path(spec.origin).parent / "backends" / "ascend").is_dir()
+
+
+def diagnose():
+    """Report the ``triton`` installation and the Ascend tools of this environment.
+
+    :return: ``list`` of :class:`Finding`: the ``triton`` distributions
+        (fatal where triton-ascend is installed but ``import triton`` finds
+        another package, or both distributions are installed), BiShengIR
+        (``ascendnpu-ir``) and ``torch_npu`` with its visible NPUs.
+    """
+
+    ascend = version(TRITON_ASCEND)
+    cuda = version(CUDA_TRITON)
+    is_ascend = triton_package_is_ascend()
+    findings = []
+
+    if ascend and (cuda or not is_ascend):
+        both = f"and {CUDA_TRITON} {cuda} " if cuda else ""
+        findings.append(
+            Finding(
+                "triton",
+                f"{TRITON_ASCEND} {ascend} {both}installed, but `import triton` "
+                f"finds {'triton-ascend' if is_ascend else 'CUDA Triton'}'s files: "
+                "CUDA Triton has replaced triton-ascend (a plain `pip install "
+                "ninetoothed` does this)",
+                fix=REPAIR_TRITON.format(version=ascend),
+                fatal=True,
+            )
+        )
+    elif ascend:
+        findings.append(
+            Finding(
+                "triton", f"{TRITON_ASCEND} {ascend} (Ascend compile check available)"
+            )
+        )
+    elif cuda:
+        findings.append(
+            Finding(
+                "triton",
+                f"{CUDA_TRITON} {cuda} (CUDA Triton; no Ascend compile check here)",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "triton",
+                "not installed",
+                fix=f"pip install {TRITON_ASCEND} (Ascend) or {CUDA_TRITON} (CUDA)",
+                fatal=True,
+            )
+        )
+
+    if ascend:
+        bishengir = version(ASCENDNPU_IR)
+        findings.append(
+            Finding(
+                "bishengir",
+                f"{ASCENDNPU_IR} {bishengir}"
+                if bishengir
+                else f"{ASCENDNPU_IR} not installed: `check` stops before BiShengIR "
+                "(CANN's own bishengir-compile is used at a launch)",
+                fix=None
+                if bishengir
+                else "pip install 'ninetoothed-ascend[bishengir]'",
+            )
+        )
+
+    findings.append(_torch_npu_finding())
+
+    return findings
+
+
+def _torch_npu_finding():
+    npu_version = version("torch-npu") or version("torch_npu")
+
+    if not npu_version:
+        return Finding(
+            "npu devices",
+            "torch_npu not installed",
+            fix="install torch_npu and CANN to run on an NPU",
+        )
+
+    try:
+        import torch
+        import torch_npu  # noqa: F401
+
+        count = torch.npu.device_count()
+    except Exception as error:  # torch_npu without CANN raises on import
+        return Finding(
+            "npu devices",
+            f"torch_npu {npu_version}: unusable ({error})",
+            fix="source CANN's set_env.sh (the toolkit's environment) first",
+        )
+
+    if count == 0:
+        return Finding(
+            "npu devices",
+            f"torch_npu {npu_version}: no NPU visible",
+            fix="check `npu-smi info` and ASCEND_RT_VISIBLE_DEVICES",
+        )
+
+    return Finding("npu devices", f"torch_npu {npu_version}: {count} devices")
+
+
+def requirements_beside_triton_ascend(
+    distributions=("ninetoothed-ascend", "ninetoothed"),
+):
+    """Return what must be installed by name beside triton-ascend.
+
+    The unconditional requirements of ``distributions`` (their extras left
+    out), less the distributions themselves and CUDA Triton.
+
+    :param distributions: names of installed distributions.
+    :return: ``list`` of requirement names (``str``), sorted, lower case.
+    :raises importlib.metadata.PackageNotFoundError: a distribution is not installed.
+    """
+
+    skipped = {_normalize(name) for name in distributions} | {CUDA_TRITON}
+    names = set()
+
+    for distribution in distributions:
+        for requirement in importlib.metadata.requires(distribution) or ():
+            if "extra ==" in requirement:
+                continue
+
+            name = _normalize(re.match(r"[A-Za-z0-9._-]+", requirement).group())
+
+            if name not in skipped:
+                names.add(name)
+
+    return sorted(names)
+
+
+def _normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
