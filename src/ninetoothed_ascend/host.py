@@ -93,14 +93,17 @@ def diagnose():
     findings = []
 
     if ascend and (cuda or not is_ascend):
-        both = f"and {CUDA_TRITON} {cuda} " if cuda else ""
+        problem = (
+            f"{TRITON_ASCEND} {ascend} and {CUDA_TRITON} {cuda} are both installed: "
+            "they write the same `triton` package, whose files are now a mix of both"
+            if cuda
+            else f"{TRITON_ASCEND} {ascend} is installed, but `import triton` "
+            "does not find its files: another `triton` replaced them"
+        )
         findings.append(
             Finding(
                 "triton",
-                f"{TRITON_ASCEND} {ascend} {both}installed, but `import triton` "
-                f"finds {'triton-ascend' if is_ascend else 'CUDA Triton'}'s files: "
-                "CUDA Triton has replaced triton-ascend (a plain `pip install "
-                "ninetoothed` does this)",
+                f"{problem} (a plain `pip install ninetoothed` installs CUDA Triton)",
                 fix=REPAIR_TRITON.format(version=ascend),
                 fatal=True,
             )
