@@ -7,9 +7,12 @@ smallest and the largest config its autotuner tries for the launch (by the UB
 model's bytes). The full sweep of every config is bench/bishengir_sweep.py.
 """
 
+import importlib.util
+import json
+
 import pytest
 import torch
-from conftest import EXAMPLE_NAMES
+from conftest import EXAMPLE_NAMES, EXAMPLES
 from helpers import shared_example
 
 from ninetoothed_ascend import bishengir, examples
@@ -100,3 +103,48 @@ def test_a_launch_with_unit_strides_fits_where_the_unspecialized_kernel_overflow
     assert unspecialized.outcome == "ub_overflow"
     assert unspecialized.ub_required_bytes > unspecialized.ub_available_bytes == 196608
     assert launched.bishengir.outcome == "hivmc"
+
+
+def test_check_reports_each_config_and_the_seconds_of_each_stage():
+    from click.testing import CliRunner
+
+    from ninetoothed_ascend.cli import main
+
+    add = str(EXAMPLES / "elementwise" / "add.py")
+    result = CliRunner().invoke(
+        main, ["check", add, "--dtype", "float32", "--extremes", "block", "--jobs", "2"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.output.count("reached hivmc (ttir ") == 2
+    assert "bishengir" in result.output
+    assert "1 kernels, 0 failures" in result.output
+
+    as_json = CliRunner().invoke(
+        main, ["check", add, "--dtype", "float32", "--extremes", "block", "--json"]
+    )
+    report = json.loads(as_json.output)
+
+    assert [row["bishengir"]["outcome"] for row in report["results"]] == ["hivmc"] * 2
+    assert report["ascendnpu_ir"] == bishengir.version()
+
+
+def test_without_ascendnpu_ir_check_says_once_how_to_install_it(monkeypatch):
+    from click.testing import CliRunner
+
+    from ninetoothed_ascend.cli import main
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "ascendnpuir" else find_spec(name, *rest),
+    )
+
+    result = CliRunner().invoke(
+        main, ["check", str(EXAMPLES / "elementwise" / "add.py"), "--dtype", "float32"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.output.count("pip install 'ninetoothed-ascend[bishengir]'") == 1
+    assert "hivmc" not in result.output
