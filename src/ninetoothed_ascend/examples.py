@@ -186,7 +186,7 @@ def noncontiguous(inputs):
       contiguous (a 1-D view with stride 1 is), but its data pointer is no
       longer 16-byte aligned, which changes what triton-ascend's JIT
       specializes (no ``tt.divisibility`` on it);
-    * a 0-D tensor, or any other argument: unchanged.
+    * a 0-D tensor, a nested (jagged) tensor, or any other argument: unchanged.
 
     The compile check uses it (``ninetoothed-ascend check --non-contiguous``)
     to compile the kernel a launch with sliced views compiles.
@@ -196,7 +196,7 @@ def noncontiguous(inputs):
     """
 
     def variant(value):
-        if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.is_nested:
             return value
 
         if value.dim() == 1:
