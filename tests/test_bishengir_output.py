@@ -95,3 +95,16 @@ def test_without_ascendnpu_ir_one_line_says_how_to_install_it(monkeypatch):
 def test_an_unknown_soc_is_refused_by_name():
     with pytest.raises(ValueError, match="Ascend910X"):
         bishengir.compiler_path("Ascend910X")
+
+
+def test_noncontiguous_inputs_have_the_same_values_and_other_strides():
+    import torch
+
+    from ninetoothed_ascend.examples import noncontiguous
+
+    matrix, vector, scalar = torch.randn(3, 5), torch.randn(7), torch.tensor(2.0)
+    rows, shifted, same, number = noncontiguous((matrix, vector, scalar, 3))
+
+    assert torch.equal(rows, matrix) and rows.stride() == (6, 1)
+    assert torch.equal(shifted, vector) and shifted.data_ptr() % 16 != 0
+    assert same is scalar and number == 3
