@@ -174,6 +174,49 @@ def compare(module, kernel, device, dtype=torch.float16, case=None):
     )
 
 
+def noncontiguous(inputs):
+    """A non-contiguous variant of an example's ``inputs``, with equal values.
+
+    Per argument:
+
+    * a tensor of 2 or more dims: a slice of a buffer one element wider in
+      the last dim (``buffer[..., :n]``), so every stride but the last grows
+      (and is no longer a multiple of 16); the last stays 1;
+    * a 1-D tensor: a view one element into a longer buffer. It stays
+      contiguous (a 1-D view with stride 1 is), but its data pointer is no
+      longer 16-byte aligned, which changes what triton-ascend's JIT
+      specializes (no ``tt.divisibility`` on it);
+    * a 0-D tensor, a nested (jagged) tensor, or any other argument: unchanged.
+
+    The compile check uses it (``ninetoothed-ascend check --non-contiguous``)
+    to compile the kernel a launch with sliced views compiles.
+
+    :param inputs: ``tuple``, what an example's ``inputs`` returns.
+    :return: ``tuple`` of the same length.
+    """
+
+    def variant(value):
+        if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.is_nested:
+            return value
+
+        if value.dim() == 1:
+            buffer = torch.empty(
+                value.numel() + 1, dtype=value.dtype, device=value.device
+            )
+
+            return buffer[1:].copy_(value)
+
+        buffer = torch.empty(
+            (*value.shape[:-1], value.shape[-1] + 1),
+            dtype=value.dtype,
+            device=value.device,
+        )
+
+        return buffer[..., : value.shape[-1]].copy_(value)
+
+    return tuple(variant(value) for value in inputs)
+
+
 def _as_tuple(result):
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
