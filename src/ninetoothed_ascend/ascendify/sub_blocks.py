@@ -245,7 +245,10 @@ def _largest_fitting(kernel, aliases, extent, budget):
 
     try:
         while size >= 1:
-            if footprint(kernel, aliases, {extent: size}).peak <= budget:
+            if (
+                footprint(kernel, aliases, {extent: size}, contiguous=True).peak
+                <= budget
+            ):
                 return size
 
             size //= 2

@@ -110,7 +110,7 @@ class FitUnifiedBuffer(Pass):
 
         while True:
             try:
-                footprint(kernel, self.aliases, known)
+                footprint(kernel, self.aliases, known, contiguous=True)
             except UnknownSize as error:
                 if error.args[0] not in constexprs or error.args[0] in known:
                     return None
@@ -226,7 +226,9 @@ class FitUnifiedBuffer(Pass):
         }
 
         def measure(sizes):
-            return footprint(kernel, self.aliases, sizes | (fixed or {})).peak
+            return footprint(
+                kernel, self.aliases, sizes | (fixed or {}), contiguous=True
+            ).peak
 
         smallest = {name: values[name][0] for name in names}
 

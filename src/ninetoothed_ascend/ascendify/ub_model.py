@@ -63,6 +63,58 @@ DTYPE_BYTES = {
 #: Element size assumed for a tensor whose dtype is unknown (bounds 16- and 32-bit dtypes).
 DEFAULT_ELEM_BYTES = 4
 
+#: UB bytes per element of a strided or gather-like access: one 32-byte block
+#: each, single-buffered (../shared/ASCEND.md, "BiShengIR runs on a machine
+#: without an NPU too"; ``examples/elementwise/add.py`` fp32 compiled with its
+#: strides not specialized: two ``4096x8xf32`` buffers, 262,144 bytes, at
+#: 4096 lanes; ``bench/ub_model_vs_bishengir.py``).
+DISCRETE_ELEM_BYTES = 32
+
+#: Bytes per lane BiShengIR adds to a masked load padded with a value other
+#: than 0: the ``select`` of the padding (an fp32 tile) and two ``i1`` masks.
+#: Measured on ``logsumexp`` (``other=-inf``), fp32, 8192 lanes: two
+#: ``1x8192xi1`` and one more ``1x8192xf32`` buffer per load
+#: (``bench/ub_model_vs_bishengir.py``); ``add`` (``other=0``) has none.
+SELECT_BYTES = 6
+
+#: Bytes per lane of a reduction's scratch buffer: fp32, half the lanes
+#: (``logsumexp`` fp32: a ``4096xf32`` temporary buffer at 8192 lanes, a
+#: ``2048xf32`` one at 4096).
+REDUCTION_SCRATCH = 2
+
+#: Temporaries BiShengIR adds for a math function, in fp32 tiles of the
+#: result's shape, on top of the result. Measured with
+#: ``bench/ub_model_vs_bishengir.py`` (ascendnpu-ir 1.2.0, Ascend910B1) from
+#: the bytes BiShengIR requires once it has dropped multi-buffering ("ub
+#: overflow, requires N bits"), per fp32 lane: ``math_sin`` 20 (a load, the
+#: result and 3 tiles), ``math_pow`` 36 (two loads, the result and 6 tiles);
+#: ``math_exp``/``math_log`` fit 16384 lanes in 8 bytes per lane (none).
+#: ``rand``/``randint`` are Philox (counters, keys and rounds in uint32
+#: tiles): ``dropout`` needs 44 bytes per lane at 8192 lanes (360,480 bytes),
+#: a load, the random tile and 8 tiles. ``sin`` takes 4 rather than the
+#: measured 3 because fp16 inputs cost BiShengIR 2 bytes per lane more
+#: (``math_sin`` fp16: 22 bytes per lane).
+MATH_TEMPORARIES = {
+    "sin": 4,
+    "cos": 4,
+    "tan": 4,
+    "pow": 6,
+    "erf": 3,
+    "tanh": 3,
+    "log1p": 2,
+    "expm1": 2,
+    "atan": 4,
+    "atan2": 5,
+    "asin": 4,
+    "acos": 4,
+    "sinh": 3,
+    "cosh": 3,
+    "rand": 8,
+    "randn": 10,
+    "randint": 8,
+    "randint4x": 8,
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class Soc:
@@ -170,10 +222,17 @@ class _Tile:
     elem: int
     # A load's buffer is allocated ``copies`` times (double buffering).
     copies: int = 1
+    # Bytes per element of the buffer where they differ from ``elem`` (a
+    # strided or gather-like load: DISCRETE_ELEM_BYTES).
+    stored: int = 0
+    # Bytes per element allocated once whatever the copies (a padded load's select and masks).
+    extra: int = 0
 
     @property
     def bytes(self):
-        return math.prod(self.shape) * self.elem * self.copies
+        per_element = (self.stored or self.elem) * self.copies + self.extra
+
+        return math.prod(self.shape) * per_element
 
 
 def uses_dot(kernel, aliases):
@@ -188,7 +247,9 @@ def uses_dot(kernel, aliases):
     )
 
 
-def footprint(kernel, aliases, constexprs, elem_sizes=None, multibuffer=True):
+def footprint(
+    kernel, aliases, constexprs, elem_sizes=None, multibuffer=True, contiguous=False
+):
     """Estimate the UB bytes of ``kernel`` for the given constexpr values.
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
@@ -199,19 +260,27 @@ def footprint(kernel, aliases, constexprs, elem_sizes=None, multibuffer=True):
     :param elem_sizes: ``dict`` pointer parameter name -> bytes per element;
         a missing one counts :data:`DEFAULT_ELEM_BYTES`.
     :param multibuffer: ``bool``, count each load twice (see the module docstring).
+    :param contiguous: ``bool``, take every integer parameter that scales an
+        access's innermost axis to be 1 (a launch on contiguous tensors,
+        whose strides of 1 triton-ascend's JIT specializes); otherwise only
+        those given in ``constexprs`` with the value 1 are (the launch's
+        specialized integers), and an access scaled by any other is strided.
     :return: :class:`Footprint`.
     :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
     """
 
-    return _Model(aliases, constexprs, elem_sizes or {}, multibuffer).run(kernel)
+    return _Model(aliases, constexprs, elem_sizes or {}, multibuffer, contiguous).run(
+        kernel
+    )
 
 
 class _Model:
-    def __init__(self, aliases, constexprs, elem_sizes, multibuffer):
+    def __init__(self, aliases, constexprs, elem_sizes, multibuffer, contiguous):
         self.aliases = aliases
         self.constexprs = constexprs
         self.elem_sizes = elem_sizes
         self.copies = 2 if multibuffer else 1
+        self.contiguous = contiguous
 
     def name(self, node):
         from ninetoothed_ascend.ascendify.base import resolve
@@ -223,6 +292,8 @@ class _Model:
             argument.arg: argument.arg for argument in kernel.args.args
         }
         self.tiles = {}
+        self.values = {}
+        self.parameters = {argument.arg for argument in kernel.args.args}
         self.loads = 0
         self.statement_loads = set()
         self.statement_loads_tiles = {}
@@ -295,6 +366,8 @@ class _Model:
         if not isinstance(target, ast.Name):
             return
 
+        self.values[target.id] = value
+
         if tile is None:
             self.tiles.pop(target.id, None)
         else:
@@ -346,7 +419,7 @@ class _Model:
 
         return None, 0, 0
 
-    def combine(self, operands, elem=None, result=None):
+    def combine(self, operands, elem=None, result=None, temporaries=0):
         held = used = 0
         tiles = []
 
@@ -366,9 +439,14 @@ class _Model:
             # A new value: one buffer, whatever its operands' buffering.
             result = _Tile(result.shape, elem if elem is not None else result.elem)
 
-        fresh = result.bytes if result is not None else 0
+            if temporaries:
+                result = _Tile(result.shape, max(result.elem, 4))
 
-        return result, max(used, held + fresh), fresh
+        fresh = result.bytes if result is not None else 0
+        # A math function's temporaries are fp32 tiles of the result's shape.
+        scratch = math.prod(result.shape) * 4 * temporaries if result else 0
+
+        return result, max(used, held + fresh + scratch), fresh
 
     def call(self, node):
         if isinstance(node.func, ast.Attribute) and not self.is_module(node.func.value):
@@ -395,12 +473,18 @@ class _Model:
                 return None, 0, 0
 
             root = self.pointer_root(pointer)
-            tile = _Tile(
-                shape.shape,
-                self.elem_sizes.get(root, DEFAULT_ELEM_BYTES),
-                self.copies,
-            )
-            self.loads += tile.bytes // self.copies
+            elem = self.elem_sizes.get(root, DEFAULT_ELEM_BYTES)
+
+            other = arguments.get(2, arguments.get("other"))
+
+            if self.discrete(pointer, shape.shape):
+                tile = _Tile(shape.shape, elem, 1, DISCRETE_ELEM_BYTES)
+            elif _padded(mask, other):
+                tile = _Tile(shape.shape, elem, self.copies, extra=SELECT_BYTES)
+            else:
+                tile = _Tile(shape.shape, elem, self.copies)
+
+            self.loads += math.prod(shape.shape) * (tile.stored or tile.elem)
             self.statement_loads.add(ast.dump(node))
             self.statement_loads_tiles[ast.dump(node)] = tile
 
@@ -452,12 +536,83 @@ class _Model:
             keep = arguments.get("keep_dims")
             reduced = _reduce(tile, axis, keep)
             out = reduced.bytes if reduced is not None else 0
+            scratch = math.prod(tile.shape) * REDUCTION_SCRATCH if tile else 0
 
-            return reduced, max(used, fresh + out), out
+            return reduced, max(used, fresh + out + scratch), out
 
         operands = [*node.args, *(keyword.value for keyword in node.keywords)]
+        temporaries = MATH_TEMPORARIES.get(function.rsplit(".", 1)[-1], 0)
 
-        return self.combine(operands)
+        return self.combine(operands, temporaries=temporaries)
+
+    def discrete(self, pointer, shape):
+        """Whether an access at ``pointer`` (of tile ``shape``) is strided or gather-like on its innermost axis.
+
+        triton-adapter lowers such an access to a scalar loop
+        (``DiscreteMemAccess``) and BiShengIR gives each element a 32-byte
+        block (:data:`DISCRETE_ELEM_BYTES`). The innermost axis is the last
+        with more than one lane; its offset must be an ``arange`` plus
+        scalars, scaled only by 1 (a literal, a constexpr or specialized
+        integer equal to 1, or any integer parameter under ``contiguous``).
+        """
+
+        axis = max(
+            (index for index, extent in enumerate(shape) if extent > 1), default=None
+        )
+
+        if axis is None:
+            return False
+
+        return not self.unit_stride(pointer, axis, len(shape), 0)
+
+    def unit_stride(self, node, axis, rank, depth):
+        tile = self.shape_of(node)
+
+        if tile is None or not self.along(tile, axis, rank):
+            return True
+
+        if depth > 16:
+            return False
+
+        if isinstance(node, ast.Name):
+            value = self.values.get(node.id)
+
+            return value is not None and self.unit_stride(value, axis, rank, depth + 1)
+
+        if isinstance(node, ast.Subscript):
+            return self.unit_stride(node.value, axis, rank, depth + 1)
+
+        if isinstance(node, ast.Call):
+            return self.name(node.func) == "triton.language.arange"
+
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            return all(
+                self.unit_stride(side, axis, rank, depth + 1)
+                for side in (node.left, node.right)
+            )
+
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            for inner, scale in ((node.left, node.right), (node.right, node.left)):
+                if self.shape_of(scale) is None:
+                    return self.is_one(scale) and self.unit_stride(
+                        inner, axis, rank, depth + 1
+                    )
+
+        return False
+
+    def along(self, tile, axis, rank):
+        shape = (1,) * (rank - len(tile.shape)) + tuple(tile.shape)
+
+        return shape[axis] > 1 if axis < len(shape) else False
+
+    def is_one(self, node):
+        if self.contiguous and isinstance(node, ast.Name) and node.id in self.parameters:
+            return True
+
+        try:
+            return self.integer(node) == 1
+        except UnknownSize:
+            return False
 
     def is_module(self, node):
         """Whether ``node`` names an imported module (``tl``, ``triton.language``), not a value."""
@@ -675,6 +830,15 @@ def _targets(statement):
         for node in ast.walk(target)
         if isinstance(node, ast.Name)
     ]
+
+
+def _padded(mask, other):
+    """Whether a load is masked and padded with something other than 0 (a ``select`` in BiShengIR)."""
+
+    if mask is None or other is None:
+        return False
+
+    return not (isinstance(other, ast.Constant) and other.value in (0, 0.0, None))
 
 
 def _elements(node):

@@ -1,0 +1,207 @@
+"""The UB model against BiShengIR's memory plan, for every example x dtype x case x config.
+
+Runs in the triton-ascend environment with ``ascendnpu-ir`` installed (no NPU):
+each config the NPU variant's autotuner tries for the example's launch is
+compiled as that launch compiles it (integers equal to 1 specialized) through
+``ttir`` and ``ttadapter``, then through ``bishengir-compile`` up to the
+external ``hivmc`` step with ``--enable-memory-display``. Per config:
+
+* ``model``: :func:`~ninetoothed_ascend.ascendify.ub_model.footprint` with
+  the launch's element sizes and specialized integers;
+* ``bishengir``: the planned UB bytes (the end of the highest buffer of
+  BiShengIR's memory plan, ``memory_info_*.json``), or, for an overflow, the
+  bytes of "ub overflow, requires N bits";
+* ``ratio``: model / bishengir; ``under``: BiShengIR overflowed where the
+  model said the config fits.
+
+BiShengIR results are cached by the Linalg text in ``--raw`` (JSON), so that
+the table can be regenerated after a model change without recompiling.
+
+    nice python bench/ub_model_vs_bishengir.py [PATHS] [--jobs 2] [--raw FILE] > table.md
+"""
+
+import argparse
+import ast
+import concurrent.futures
+import hashlib
+import json
+import pathlib
+import statistics
+import sys
+
+import torch
+
+from ninetoothed_ascend import bishengir, compile_check, examples
+from ninetoothed_ascend.ascendify.base import import_aliases
+from ninetoothed_ascend.ascendify.ub_model import footprint, soc
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "i1": 1, "i8": 1, "u8": 1}
+_BYTES |= {"i16": 2, "i32": 4, "i64": 8}
+
+
+def _bishengir(linalg, timeout):
+    result = bishengir.compile_linalg(linalg, memory_report=True, timeout=timeout)
+
+    return {
+        "outcome": result.outcome,
+        "bytes": result.ub_required_bytes
+        if result.outcome == "ub_overflow"
+        else result.planned_ub_bytes,
+        "seconds": round(result.seconds, 2),
+        "message": "" if result.outcome in ("hivmc", "ub_overflow") else result.message,
+    }
+
+
+def rows(paths, raw, jobs, timeout):
+    """Yield one ``dict`` per (example, dtype, case, config)."""
+
+    pending = []
+
+    for path in examples.find_modules(paths):
+        module = examples.load_module(path)
+        handle = module.kernel
+        tree = ast.parse(handle.source("npu"))
+        aliases = import_aliases(tree)
+        kernel = next(
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name == handle.kernel_name
+        )
+
+        for dtype in examples.dtypes(module):
+            for index, case in enumerate(examples.cases(module)):
+                inputs = module.inputs("cpu", dtype, **case)
+
+                try:
+                    results = compile_check.check_variant(
+                        handle, module.launch, *inputs, bishengir=False
+                    )
+                except compile_check.StageError as error:
+                    print(f"{path.stem} {dtype} case {index}: {error}", file=sys.stderr)
+                    continue
+
+                for result in results:
+                    elem_sizes = {
+                        name: _BYTES[kind[1:]]
+                        for name, kind in result.signature.items()
+                        if kind.startswith("*")
+                    }
+                    model = footprint(kernel, aliases, result.config, elem_sizes)
+                    key = hashlib.sha256(result.linalg.encode()).hexdigest()
+                    pending.append(
+                        (
+                            {
+                                "kernel": handle.kernel_name,
+                                "dtype": str(dtype).removeprefix("torch."),
+                                "case": index,
+                                "config": "x".join(
+                                    str(value)
+                                    for name, value in result.config.items()
+                                    if name in _block_sizes(result.config, kernel)
+                                ),
+                                "model": model.peak,
+                            },
+                            key,
+                            result.linalg,
+                        )
+                    )
+
+    with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
+        futures = {
+            key: pool.submit(_bishengir, linalg, timeout)
+            for _, key, linalg in pending
+            if key not in raw
+        }
+
+        for row, key, _ in pending:
+            if key not in raw:
+                raw[key] = futures[key].result()
+
+            yield row | raw[key]
+
+
+def _block_sizes(config, kernel):
+    constexprs = {
+        argument.arg
+        for argument in kernel.args.args
+        if argument.annotation is not None
+        and "constexpr" in ast.unparse(argument.annotation)
+    }
+
+    return [name for name in config if name in constexprs]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", default=[str(EXAMPLES)])
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--raw", type=pathlib.Path, help="BiShengIR results cache (JSON)")
+    parser.add_argument("--timeout", type=float, default=600)
+    arguments = parser.parse_args()
+    raw = (
+        json.loads(arguments.raw.read_text())
+        if arguments.raw is not None and arguments.raw.exists()
+        else {}
+    )
+    budget = soc().ub_bytes
+    table = []
+
+    try:
+        for row in rows(arguments.paths, raw, arguments.jobs, arguments.timeout):
+            table.append(row)
+    finally:
+        if arguments.raw is not None:
+            arguments.raw.write_text(json.dumps(raw))
+
+    print("| kernel | dtype | case | config | model | bishengir | outcome | ratio | under |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    ratios = []
+    under = []
+
+    for row in table:
+        measured = row["bytes"] or 0
+        ratio = row["model"] / measured if measured else None
+        missed = row["outcome"] == "ub_overflow" and row["model"] <= budget
+
+        if ratio is not None:
+            ratios.append(ratio)
+
+        if missed:
+            under.append(row)
+
+        print(
+            f"| {row['kernel']} | {row['dtype']} | {row['case']} | {row['config']} "
+            f"| {row['model']} | {measured} | {row['outcome']} "
+            f"| {'' if ratio is None else f'{ratio:.2f}'} | {'yes' if missed else ''} |"
+        )
+
+    outcomes = {}
+
+    for row in table:
+        outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
+
+    print()
+    print(f"configs: {len(table)}; BiShengIR outcomes: {outcomes}")
+    print(
+        f"BiShengIR overflows where the model accepts: {len(under)}"
+        + "".join(
+            f"\n- {row['kernel']} {row['dtype']} case {row['case']} {row['config']}: "
+            f"model {row['model']}, BiShengIR {row['bytes']}"
+            for row in under
+        )
+    )
+    print(
+        f"model under BiShengIR's bytes (ratio < 1): {sum(ratio < 1 for ratio in ratios)}"
+    )
+
+    if ratios:
+        print(
+            f"ratio model / BiShengIR: median {statistics.median(ratios):.2f}, "
+            f"min {min(ratios):.2f}, max {max(ratios):.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
