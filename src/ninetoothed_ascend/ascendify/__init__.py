@@ -22,7 +22,7 @@ from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
-from ninetoothed_ascend.ascendify.masks import FoldTrueMask
+from ninetoothed_ascend.ascendify.masks import FoldTrueMask, GroupMaskTerms
 from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 from ninetoothed_ascend.ascendify.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
@@ -37,6 +37,7 @@ PIPELINE = (
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     ScalarizePaddedTileLowerBounds,
+    GroupMaskTerms,
     FillMaskedLoads,
     LowerClamp,
     UseHf32InDot,
@@ -69,6 +70,7 @@ __all__ = [
     "FilterAutotuneKey",
     "FitUnifiedBuffer",
     "FoldTrueMask",
+    "GroupMaskTerms",
     "ImportStandardModules",
     "LowerClamp",
     "LowerFloat64",
