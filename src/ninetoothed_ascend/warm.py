@@ -202,35 +202,24 @@ def _warm_kernel(kernel, identical, origin, cache_dir):
             ),
             kernel["counters_delta"],
             cache=Cache(cache_dir),
+            expected=kernel["variants"] if identical else None,
         )
+    except OSError as error:
+        detail = f"not cached: {error}"
     except Exception as error:
+        detail = _one_line(error)
+    else:
         return Result(
-            kernel["kernel_name"],
-            None,
-            FAILED,
+            handle.kernel_name,
+            handle.key,
+            BUILT if built else CACHED,
             time.perf_counter() - start,
             origin,
-            _one_line(error),
         )
 
-    seconds = time.perf_counter() - start
-    digests = {
-        name: variant.digest if variant.source is not None else None
-        for name, variant in handle._entry.variants.items()
-    }
-    status, detail = BUILT if built else CACHED, ""
-
-    if identical and digests != kernel["variants"]:
-        differing = sorted(
-            name for name in digests if digests[name] != kernel["variants"].get(name)
-        )
-        status = FAILED
-        detail = (
-            f"variants {', '.join(differing)} differ from the recorded ones, "
-            "with the same ninetoothed-ascend"
-        )
-
-    return Result(handle.kernel_name, handle.key, status, seconds, origin, detail)
+    return Result(
+        kernel["kernel_name"], None, FAILED, time.perf_counter() - start, origin, detail
+    )
 
 
 def _warm_module(payload, origin):
@@ -259,9 +248,10 @@ def _warm_module(payload, origin):
         Result(
             record["kernel_name"],
             record["key"],
-            BUILT if record["built"] else CACHED,
+            (BUILT if record["built"] else CACHED) if record["stored"] else FAILED,
             seconds,
             origin,
+            "" if record["stored"] else "built, but could not be written to the cache",
         )
         for record in made
     ]

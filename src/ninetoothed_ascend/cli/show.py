@@ -38,14 +38,28 @@ def load_handle(kernel):
     attribute = attribute or "kernel"
     path = pathlib.Path(path)
 
-    if not path.is_file():
-        raise click.BadParameter(f"no Python file at {path}", param_hint="KERNEL")
+    if not path.is_file() or path.suffix != ".py":
+        raise click.BadParameter(
+            f"no Python file (.py) at {path}; give an example module such as "
+            "examples/elementwise/add.py",
+            param_hint="KERNEL",
+        )
 
     name = f"ninetoothed_ascend_show.{path.resolve().parent.name}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path.resolve())
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        lines = str(error).strip().splitlines()
+        raise click.ClickException(
+            f"importing {path} failed: {type(error).__name__}: "
+            f"{lines[0] if lines else ''}; fix the module, or run it with python "
+            "to see the traceback"
+        ) from None
+
     handle = getattr(module, attribute, None)
 
     if not isinstance(handle, Handle):
