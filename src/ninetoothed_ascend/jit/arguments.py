@@ -242,20 +242,26 @@ def checked(launch, required, kernel_name, variant):
     """
 
     names = required.parameters
-    terms = [f"{names[index]}.dim() == {ndim}" for index, ndim in required.ndims]
+    # One ``.shape`` per tensor, then tuple operations: ``.dim()`` and
+    # ``.size(i)`` are a torch call each (docs/benchmarks.md).
+    shape = {index: f"_shape_{index}" for index, _ in required.ndims}
+    terms = [f"len({shape[index]}) == {ndim}" for index, ndim in required.ndims]
     terms += [
-        " == ".join(f"{names[index]}.size({dimension})" for index, dimension in group)
+        " == ".join(f"{shape[index]}[{dimension}]" for index, dimension in group)
         for group in required.equal_sizes
     ]
 
-    if not terms or _GENERATED_NAMES.intersection(names):
+    if not terms or _GENERATED_NAMES.union(shape.values()).intersection(names):
         return launch
 
     arguments = ", ".join(names)
+    shapes = ", ".join(shape.values())
+    tensors = ", ".join(f"{names[index]}.shape" for index in shape)
     source = "\n".join(
         [
             f"def checked({arguments}):",
             "    try:",
+            f"        {shapes}, = {tensors},",
             f"        ok = {' and '.join(terms)}",
             "    except (AttributeError, TypeError):  # not a tensor",
             "        ok = False",
