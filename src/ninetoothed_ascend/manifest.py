@@ -254,6 +254,14 @@ def read(path):
                     f"{path}: kernel {index} has no valid {field!r} field"
                 )
 
+        delta = kernel["counters_delta"]
+
+        if len(delta) != 2 or not all(type(n) is int and n >= 0 for n in delta):
+            raise ManifestError(
+                f"{path}: kernel {index} has no valid 'counters_delta' field "
+                "(two non-negative integers)"
+            )
+
     return document
 
 

@@ -169,7 +169,7 @@ def run(tasks, jobs, cache_dir, on_result=None):
             try:
                 done = future.result()
             except Exception as error:  # a worker that died
-                done = [Result("?", None, FAILED, 0.0, task.origin, _one_line(error))]
+                done = [Result("?", None, FAILED, 0.0, task.origin, one_line(error))]
 
             results[futures[future]] = done
 
@@ -207,7 +207,7 @@ def _warm_kernel(kernel, identical, origin, cache_dir):
     except OSError as error:
         detail = f"not cached: {error}"
     except Exception as error:
-        detail = _one_line(error)
+        detail = one_line(error)
     else:
         return Result(
             handle.kernel_name,
@@ -238,7 +238,7 @@ def _warm_module(payload, origin):
     except BaseException as error:  # SystemExit of a script counts as a failure too
         return [
             Result(
-                "?", None, FAILED, time.perf_counter() - start, origin, _one_line(error)
+                "?", None, FAILED, time.perf_counter() - start, origin, one_line(error)
             )
         ]
 
@@ -267,6 +267,8 @@ def _import_path(path):
     spec.loader.exec_module(module)
 
 
-def _one_line(error):
+def one_line(error):
+    """Describe ``error`` in one line: its type and the first line of its message (``str``)."""
+
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 #: Bump when the layout or the entry format changes. 2: entries record their key and definition.
 FORMAT = 2
 
-#: The variants every entry holds (``jit.variants.VARIANTS``, which imports this module).
+#: The variants every entry holds; ``jit.variants.VARIANTS``.
 VARIANT_NAMES = ("cuda", "npu", "cpu")
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")

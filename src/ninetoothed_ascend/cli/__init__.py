@@ -11,6 +11,7 @@ from ninetoothed_ascend.cache import default_directory
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 from ninetoothed_ascend.jit.handle import VariantUnavailableError
 from ninetoothed_ascend.jit.variants import VARIANTS
+from ninetoothed_ascend.warm import one_line
 
 _DTYPES = {
     "float16": torch.float16,
@@ -75,10 +76,9 @@ class _Group(click.Group):
             if os.environ.get("NINETOOTHED_ASCEND_TRACEBACK") == "1":
                 raise
 
-            lines = str(error).strip().splitlines()
             raise click.ClickException(
                 f"{ctx.invoked_subcommand} failed unexpectedly: "
-                f"{type(error).__name__}: {lines[0] if lines else ''}; run it again "
+                f"{one_line(error)}; run it again "
                 "with NINETOOTHED_ASCEND_TRACEBACK=1 and report the traceback"
             ) from None
 

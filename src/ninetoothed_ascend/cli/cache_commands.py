@@ -108,11 +108,15 @@ def info(key, cache_dir):
 
     cache = _cache(cache_dir, create=False)
     key = _find(cache, key)
-    entry = cache.load(key)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entry = cache.load(key)
 
     if entry is None:
+        reason = f" ({caught[0].message})" if caught else " (see the log)"
         raise click.ClickException(
-            f"the entry of {key} fails its checks (see the log); it is "
+            f"the entry of {key} fails its checks{reason}; it is "
             "regenerated the next time its kernel is made"
         )
 

@@ -14,6 +14,7 @@ from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
+from ninetoothed_ascend.warm import one_line
 
 #: Every pass of every pipeline, by class name.
 PASSES = {
@@ -53,10 +54,8 @@ def load_handle(kernel):
     try:
         spec.loader.exec_module(module)
     except Exception as error:
-        lines = str(error).strip().splitlines()
         raise click.ClickException(
-            f"importing {path} failed: {type(error).__name__}: "
-            f"{lines[0] if lines else ''}; fix the module, or run it with python "
+            f"importing {path} failed: {one_line(error)}; fix the module, or run it with python "
             "to see the traceback"
         ) from None
 
