@@ -117,7 +117,13 @@ def demo(paths, device, dtype_names):
     click.echo(f"device: {device} (the handle dispatches to the {device} variant)")
 
     for path in files:
-        module = examples.load_module(path)
+        try:
+            module = examples.load_module(path)
+        except AttributeError as error:  # not an example module
+            raise click.ClickException(
+                f"{error}; see examples/elementwise/add.py for what an example defines"
+            ) from None
+
         kernel = module.kernel
         click.echo(f"\n{kernel.kernel_name} ({path})")
 
