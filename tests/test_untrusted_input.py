@@ -321,7 +321,7 @@ def test_a_deeply_nested_manifest_is_one_line(tmp_path):
 def test_show_of_a_file_that_is_not_a_module_is_a_usage_error():
     output = one_line(invoke("show", "/etc/passwd"), exit_code=2)
 
-    assert "no Python file (.py) at /etc/passwd" in output
+    assert "no Python file at /etc/passwd; give a .py module" in output
 
 
 def test_ls_lists_a_dangling_symbolic_link_entry(recorded, tmp_path):

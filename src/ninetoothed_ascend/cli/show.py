@@ -41,7 +41,7 @@ def load_handle(kernel):
 
     if not path.is_file() or path.suffix != ".py":
         raise click.BadParameter(
-            f"no Python file (.py) at {path}; give an example module such as "
+            f"no Python file at {path}; give a .py module such as "
             "examples/elementwise/add.py",
             param_hint="KERNEL",
         )
