@@ -25,5 +25,8 @@ def test_demo_rejects_a_module_that_is_not_an_example(tmp_path):
 
     result = CliRunner().invoke(main, ["demo", str(bad), "--device", "cpu"])
 
-    assert result.exit_code != 0
-    assert "does not define kernel, inputs, launch, reference" in str(result.exception)
+    assert result.exit_code == 1
+    error = result.output.strip().splitlines()[-1]
+    assert error.startswith("Error: ")
+    assert "does not define kernel, inputs, launch, reference" in error
+    assert "Traceback" not in result.output

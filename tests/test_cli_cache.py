@@ -296,6 +296,8 @@ def test_bad_manifest_is_one_clear_line(tmp_path, manifest, message):
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, message):
+    (tmp_path / "cache").mkdir()  # read-only commands need one that exists
+
     result = invoke(*args, "--cache-dir", tmp_path / "cache")
 
     assert result.exit_code == 1

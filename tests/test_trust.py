@@ -276,11 +276,12 @@ def test_cli_refuses_an_untrusted_or_unwritable_cache_dir(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
 
-    for directory, message in [
-        (shared, "refusing cache directory: "),
-        (blocker / "cache", "is not writable"),
+    for args, message in [
+        (["ls", "--cache-dir", str(shared)], "refusing cache directory: "),
+        # A command that writes; read-only ones say it does not exist.
+        (["warm", "x.json", "--cache-dir", str(blocker / "cache")], "is not writable"),
     ]:
-        result = CliRunner().invoke(main, ["ls", "--cache-dir", str(directory)])
+        result = CliRunner().invoke(main, args)
 
         assert result.exit_code == 1
         assert message in result.output

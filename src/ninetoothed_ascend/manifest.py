@@ -50,6 +50,10 @@ from ninetoothed_ascend.jit.fingerprint import environment
 FORMAT = "ninetoothed-ascend-manifest"
 VERSION = 1
 
+#: Largest manifest read (bytes), checked before reading: a kernel's record
+#: holds its generated source, tens of KiB.
+MAX_SIZE = 256 * 2**20
+
 #: Set by ``record`` to the directory where each process writes its kernels.
 RECORD_VARIABLE = "NINETOOTHED_ASCEND_RECORD"
 
@@ -80,7 +84,11 @@ class _Recorder:
         self.kernels = {}
 
     def __call__(self, handle, record):
-        record = {name: value for name, value in record.items() if name != "built"}
+        record = {
+            name: value
+            for name, value in record.items()
+            if name not in ("built", "stored")
+        }
         kernel = self.kernels.setdefault(record["key"], record | {"calls": []})
         kernel["variants"] = {
             name: variant.digest if variant.source is not None else None
@@ -193,14 +201,30 @@ def read(path):
 
     :param path: ``str`` or ``pathlib.Path``.
     :return: ``dict``.
-    :raises ManifestError: unreadable, not JSON, not a manifest, another
-        version, or a kernel record missing a field.
+    :raises ManifestError: unreadable, larger than :data:`MAX_SIZE` (checked
+        before reading), nested too deeply for the JSON parser, not JSON, not
+        a manifest, another version, or a kernel record missing a field.
     """
 
     try:
-        document = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+
+            if size > MAX_SIZE:
+                raise ManifestError(
+                    f"{path} is {size} bytes, more than the limit of {MAX_SIZE}; "
+                    "it is not a manifest written by `record`"
+                )
+
+            document = json.loads(file.read(MAX_SIZE + 1))
     except OSError as error:
-        raise ManifestError(f"cannot read manifest {path}: {error.strerror}") from None
+        raise ManifestError(
+            f"cannot read manifest {path}: {error.strerror or error}"
+        ) from None
+    except RecursionError:
+        raise ManifestError(
+            f"{path} is nested too deeply to be a manifest written by `record`"
+        ) from None
     except ValueError as error:
         raise ManifestError(f"{path} is not JSON: {error}") from None
 
@@ -215,6 +239,9 @@ def read(path):
             f"ninetoothed-ascend reads version {VERSION}: record it again"
         )
 
+    if not isinstance(document.get("environment"), dict):
+        raise ManifestError(f"{path} has no environment description")
+
     kernels = document.get("kernels")
 
     if not isinstance(kernels, list):
@@ -226,6 +253,14 @@ def read(path):
                 raise ManifestError(
                     f"{path}: kernel {index} has no valid {field!r} field"
                 )
+
+        delta = kernel["counters_delta"]
+
+        if len(delta) != 2 or not all(type(n) is int and n >= 0 for n in delta):
+            raise ManifestError(
+                f"{path}: kernel {index} has no valid 'counters_delta' field "
+                "(two non-negative integers)"
+            )
 
     return document
 

@@ -169,7 +169,7 @@ def run(tasks, jobs, cache_dir, on_result=None):
             try:
                 done = future.result()
             except Exception as error:  # a worker that died
-                done = [Result("?", None, FAILED, 0.0, task.origin, _one_line(error))]
+                done = [Result("?", None, FAILED, 0.0, task.origin, one_line(error))]
 
             results[futures[future]] = done
 
@@ -202,35 +202,24 @@ def _warm_kernel(kernel, identical, origin, cache_dir):
             ),
             kernel["counters_delta"],
             cache=Cache(cache_dir),
+            expected=kernel["variants"] if identical else None,
         )
+    except OSError as error:
+        detail = f"not cached: {error}"
     except Exception as error:
+        detail = one_line(error)
+    else:
         return Result(
-            kernel["kernel_name"],
-            None,
-            FAILED,
+            handle.kernel_name,
+            handle.key,
+            BUILT if built else CACHED,
             time.perf_counter() - start,
             origin,
-            _one_line(error),
         )
 
-    seconds = time.perf_counter() - start
-    digests = {
-        name: variant.digest if variant.source is not None else None
-        for name, variant in handle._entry.variants.items()
-    }
-    status, detail = BUILT if built else CACHED, ""
-
-    if identical and digests != kernel["variants"]:
-        differing = sorted(
-            name for name in digests if digests[name] != kernel["variants"].get(name)
-        )
-        status = FAILED
-        detail = (
-            f"variants {', '.join(differing)} differ from the recorded ones, "
-            "with the same ninetoothed-ascend"
-        )
-
-    return Result(handle.kernel_name, handle.key, status, seconds, origin, detail)
+    return Result(
+        kernel["kernel_name"], None, FAILED, time.perf_counter() - start, origin, detail
+    )
 
 
 def _warm_module(payload, origin):
@@ -249,7 +238,7 @@ def _warm_module(payload, origin):
     except BaseException as error:  # SystemExit of a script counts as a failure too
         return [
             Result(
-                "?", None, FAILED, time.perf_counter() - start, origin, _one_line(error)
+                "?", None, FAILED, time.perf_counter() - start, origin, one_line(error)
             )
         ]
 
@@ -259,9 +248,10 @@ def _warm_module(payload, origin):
         Result(
             record["kernel_name"],
             record["key"],
-            BUILT if record["built"] else CACHED,
+            (BUILT if record["built"] else CACHED) if record["stored"] else FAILED,
             seconds,
             origin,
+            "" if record["stored"] else "built, but could not be written to the cache",
         )
         for record in made
     ]
@@ -277,6 +267,8 @@ def _import_path(path):
     spec.loader.exec_module(module)
 
 
-def _one_line(error):
+def one_line(error):
+    """Describe ``error`` in one line: its type and the first line of its message (``str``)."""
+
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"

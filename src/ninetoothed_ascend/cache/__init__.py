@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 import stat
 import tempfile
 import warnings
@@ -36,8 +37,13 @@ import platformdirs
 
 logger = logging.getLogger(__name__)
 
-#: Bump when the layout or the entry format changes.
-FORMAT = 1
+#: Bump when the layout or the entry format changes. 2: entries record their key and definition.
+FORMAT = 2
+
+#: The variants every entry holds; ``jit.variants.VARIANTS``.
+VARIANT_NAMES = ("cuda", "npu", "cpu")
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 _ENVIRONMENT_VARIABLES = ("NINETOOTHED_ASCEND_CACHE_DIR", "NINETOOTHED_CACHE_DIR")
 
@@ -207,12 +213,96 @@ class Entry:
         ``"cpu"``) to :class:`Variant`.
     :param counters_delta: how far generation advanced NineToothed's naming
         counters, replayed on a hit.
+    :param definition: the kernel's definition digest (sha256 hex), or
+        ``None`` where the entry is only looked up by key.
     """
 
     kernel_name: str
     launch_name: str
     variants: dict[str, Variant]
     counters_delta: tuple[int, int] = (0, 0)
+    definition: str | None = None
+
+
+class EntryError(ValueError):
+    """A stored entry is malformed or belongs to another key; the message says which field and why."""
+
+
+def check_entry(stored, key):
+    """Check that ``stored`` (a parsed entry file) is a well-formed entry of ``key``.
+
+    Every field is checked for its type, so that a malformed entry is refused
+    here rather than failing later inside a handle: ``format`` is
+    :data:`FORMAT`, ``key`` equals ``key`` (an entry moved or copied under
+    another key's name is refused), ``definition`` is a sha256 hex digest,
+    ``kernel_name`` and ``launch_name`` are identifiers, ``counters_delta``
+    two non-negative ``int``, and ``variants`` exactly :data:`VARIANT_NAMES`,
+    each with a ``digest`` (sha256 hex, or ``None`` with an ``error`` string)
+    and ``rewrites`` (``[pass name, count]`` pairs).
+
+    :param stored: what ``json.loads`` returned for the entry file.
+    :param key: ``str``, the key the entry is stored under.
+    :raises EntryError: the first field that is wrong.
+    """
+
+    def require(condition, message):
+        if not condition:
+            raise EntryError(message)
+
+    require(isinstance(stored, dict), "not a JSON object")
+    require(
+        stored.get("format") == FORMAT,
+        f"format {stored.get('format')!r}, this version reads {FORMAT}",
+    )
+    require(
+        stored.get("key") == key,
+        f"it records key {str(stored.get('key'))[:64]!r}: it belongs to another kernel",
+    )
+    require(
+        isinstance(stored.get("definition"), str)
+        and _DIGEST.fullmatch(stored["definition"]),
+        "definition is not a sha256 digest",
+    )
+
+    for field in ("kernel_name", "launch_name"):
+        require(
+            isinstance(stored.get(field), str) and stored[field].isidentifier(),
+            f"{field} is not an identifier",
+        )
+
+    delta = stored.get("counters_delta")
+    require(
+        isinstance(delta, list)
+        and len(delta) == 2
+        and all(type(n) is int and n >= 0 for n in delta),
+        "counters_delta is not two non-negative integers",
+    )
+    variants = stored.get("variants")
+    require(
+        isinstance(variants, dict) and sorted(variants) == sorted(VARIANT_NAMES),
+        f"variants are not exactly {', '.join(VARIANT_NAMES)}",
+    )
+
+    for name, record in variants.items():
+        require(isinstance(record, dict), f"variant {name} is not a JSON object")
+        digest, error = record.get("digest"), record.get("error")
+        require(
+            (isinstance(digest, str) and _DIGEST.fullmatch(digest) and error is None)
+            or (digest is None and isinstance(error, str)),
+            f"variant {name} has neither a sha256 digest nor an error",
+        )
+        rewrites = record.get("rewrites")
+        require(
+            isinstance(rewrites, list)
+            and all(
+                isinstance(r, list)
+                and len(r) == 2
+                and isinstance(r[0], str)
+                and type(r[1]) is int
+                for r in rewrites
+            ),
+            f"variant {name} has malformed rewrites",
+        )
 
 
 class Cache:
@@ -252,11 +342,17 @@ class Cache:
 
         return filelock.FileLock(self._locks / f"{key}.lock")
 
-    def load(self, key):
+    def load(self, key, definition=None):
         """Return the :class:`Entry` stored for ``key``, or ``None``.
 
         ``None`` also when the entry or any of its sources is missing,
-        unreadable, or fails its hash check; the reason is logged.
+        unreadable, malformed (:func:`check_entry`), records another key (or
+        another ``definition``, when given), or fails its hash check; the
+        reason is logged.
+
+        :param key: ``str``, the cache key.
+        :param definition: ``str``, the definition digest the entry must
+            record, or ``None`` not to check it.
         """
 
         entry_path = self._kernels / f"{key}.json"
@@ -264,11 +360,10 @@ class Cache:
         try:
             self._check_trusted(entry_path)
             stored = json.loads(entry_path.read_text(encoding="utf-8"))
+            check_entry(stored, key)
 
-            if stored["format"] != FORMAT:
-                raise ValueError(
-                    f"format {stored['format']!r}, this version reads {FORMAT}"
-                )
+            if definition is not None and stored["definition"] != definition:
+                raise EntryError("it records another definition digest")
 
             variants = {
                 name: self._load_variant(record)
@@ -280,6 +375,7 @@ class Cache:
                 launch_name=stored["launch_name"],
                 variants=variants,
                 counters_delta=tuple(stored["counters_delta"]),
+                definition=stored["definition"],
             )
         except FileNotFoundError:
             return None
@@ -291,7 +387,7 @@ class Cache:
             )
 
             return None
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             logger.warning(
                 "ninetoothed-ascend: ignoring cache entry %s (generating it again): %s",
                 entry_path,
@@ -327,6 +423,7 @@ class Cache:
 
         Sets each stored variant's ``path``.
 
+        :param entry: :class:`Entry` with its ``definition``.
         :raises OSError: when the directory cannot be written.
         """
 
@@ -351,6 +448,8 @@ class Cache:
 
         stored = {
             "format": FORMAT,
+            "key": key,
+            "definition": entry.definition,
             "kernel_name": entry.kernel_name,
             "launch_name": entry.launch_name,
             "counters_delta": list(entry.counters_delta),
@@ -362,9 +461,13 @@ class Cache:
         )
 
     def keys(self):
-        """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not."""
+        """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not.
 
-        return sorted(path.stem for path in self._kernels.glob("*.json"))
+        Only files (or symbolic links, which :meth:`load` refuses) count: a
+        directory named like an entry is not ours and is left alone.
+        """
+
+        return sorted(path.stem for path in _files(self._kernels, "*.json"))
 
     def find(self, prefix):
         """Return the one stored key that starts with ``prefix``.
@@ -414,21 +517,38 @@ class Cache:
             try:
                 stored = json.loads(self.entry_path(key).read_text(encoding="utf-8"))
                 kept |= {r["digest"] for r in stored["variants"].values()}
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                continue
+            except (
+                OSError,
+                ValueError,
+                KeyError,
+                TypeError,
+                AttributeError,
+                RecursionError,
+            ):
+                continue  # a damaged entry keeps no source alive
 
         sources = 0
 
-        for path in self._sources.glob("*.py"):
+        for path in _files(self._sources, "*.py"):
             if path.stem not in kept:
                 path.unlink(missing_ok=True)
                 sources += 1
 
         if keys is None:
-            for path in self._locks.glob("*.lock"):
+            for path in _files(self._locks, "*.lock"):
                 path.unlink(missing_ok=True)
 
         return removed, sources
+
+
+def _files(directory, pattern):
+    # A name that vanished meanwhile, or a directory, is not one of our files.
+    for path in directory.glob(pattern):
+        try:
+            if not stat.S_ISDIR(path.lstat().st_mode):
+                yield path
+        except FileNotFoundError:
+            continue
 
 
 def _digest(text):

@@ -1,10 +1,12 @@
 """One archive to ship a warmed cache to machines without network or compilers.
 
 An archive is a gzip'd tar of a cache's own layout (``kernels/<key>.json`` and
-``sources/<sha256>.py``), nothing else. :func:`import_archive` reads the whole
-archive into memory and checks every member before writing anything: only
-regular files with those names, every source matching its sha256, every entry
-a valid entry whose sources are in the archive or already in the cache.
+``sources/<sha256>.py``), nothing else. :func:`import_archive` checks the
+declared sizes and names of all members first, then reads them into memory and
+checks every member before writing anything: only regular files with those
+names, every source matching its sha256, every entry a valid entry of the key
+it is named after whose sources are in the archive or already in the cache,
+and none replacing a different entry.
 Then it writes each file atomically, sources before the entries that name
 them, so a reader never sees a partial entry.
 """
@@ -15,13 +17,29 @@ import json
 import os
 import re
 import tarfile
+import zlib
 
-from ninetoothed_ascend.cache import FORMAT, _make_directory, _write_atomically
+from ninetoothed_ascend.cache import (
+    _make_directory,
+    _write_atomically,
+    check_entry,
+)
 
 _MEMBER = re.compile(r"(kernels/[0-9a-f]{64}\.json|sources/[0-9a-f]{64}\.py)")
 
-#: Refuse members larger than this (bytes): generated modules are tens of KiB.
-MAX_MEMBER_SIZE = 16 * 2**20
+# Limits (bytes, members), checked against the tar headers before any content
+# is read. Generated modules are tens of KiB and entries under 1 KiB; the
+# total bounds the memory an import takes (everything is checked before
+# anything is written).
+
+#: Largest source member.
+MAX_SOURCE_SIZE = 4 * 2**20
+#: Largest entry member.
+MAX_ENTRY_SIZE = 64 * 2**10
+#: Most members (an entry and three sources per kernel).
+MAX_MEMBERS = 20_000
+#: Largest sum of the members' sizes.
+MAX_TOTAL_SIZE = 256 * 2**20
 
 
 class ArchiveError(ValueError):
@@ -75,33 +93,43 @@ def export_archive(cache, path, keys=None):
 def import_archive(cache, path):
     """Check every member of the archive at ``path``, then add them to ``cache``.
 
-    :return: ``(entries, sources)`` added.
-    :raises ArchiveError: the archive or a member is invalid; nothing was written.
+    Limits are enforced from the tar headers' declared sizes before any
+    content is read (:data:`MAX_MEMBERS`, :data:`MAX_ENTRY_SIZE`,
+    :data:`MAX_SOURCE_SIZE`, :data:`MAX_TOTAL_SIZE`), so a hostile archive
+    costs at most :data:`MAX_TOTAL_SIZE` bytes of memory. Then every source's
+    sha256 and every entry (:func:`~ninetoothed_ascend.cache.check_entry`,
+    including that it records the key it is named after) is checked. An
+    entry already in the cache with other content is never overwritten.
+
+    :return: ``(entries, sources)`` added (those already present with the
+        same content included).
+    :raises ArchiveError: the archive or a member is invalid, or would
+        replace a different entry; nothing was written.
     :raises OSError: the cache cannot be written.
     """
 
     members = {}
 
     try:
-        with tarfile.open(path, mode="r:*") as archive:
-            for info in archive:
-                if not info.isfile() or not _MEMBER.fullmatch(info.name):
-                    raise ArchiveError(
-                        f"{path}: unexpected member {info.name!r}; an archive holds "
-                        "only kernels/<key>.json and sources/<sha256>.py files"
-                    )
+        with tarfile.open(path, mode="r:gz") as archive:
+            infos = _checked_headers(path, archive)
 
-                if info.size > MAX_MEMBER_SIZE:
-                    raise ArchiveError(f"{path}: member {info.name} is too large")
+            for info in infos:
+                data = archive.extractfile(info).read()
 
-                members[info.name] = archive.extractfile(info).read()
-    except (tarfile.TarError, EOFError, OSError) as error:
-        raise ArchiveError(f"{path} is not a readable archive: {error}") from None
+                if info.name.startswith("sources/"):
+                    if hashlib.sha256(data).hexdigest() != info.name[8:-3]:
+                        raise ArchiveError(
+                            f"{path}: {info.name} does not match its sha256; the "
+                            "archive was altered or damaged: export it again"
+                        )
 
-    for name, data in members.items():
-        if name.startswith("sources/"):
-            if hashlib.sha256(data).hexdigest() != name[8:-3]:
-                raise ArchiveError(f"{path}: {name} does not match its sha256")
+                members[info.name] = data
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        raise ArchiveError(
+            f"{path} is not a readable archive ({_one_line(error)}); give a "
+            ".tar.gz written by `ninetoothed-ascend export`"
+        ) from None
 
     for name, data in members.items():
         if name.startswith("kernels/"):
@@ -113,39 +141,91 @@ def import_archive(cache, path):
     for group in (sources, entries):
         for name, data in group.items():
             target = cache.directory / name
-            _make_directory(target.parent)
-            _write_atomically(target, data)
+
+            if not target.exists():
+                _make_directory(target.parent)
+                _write_atomically(target, data)
 
     return len(entries), len(sources)
 
 
-def _check_entry(path, name, data, members, cache):
-    try:
-        stored = json.loads(data)
+def _checked_headers(path, archive):
+    # Reads the headers only (the gzip stream is decompressed and skipped,
+    # never kept), so every limit holds before any content is read.
+    infos = []
+    total = 0
 
-        if stored["format"] != FORMAT:
-            raise ValueError(
-                f"format {stored['format']!r}, this version reads {FORMAT}"
+    for info in archive:
+        if not info.isfile() or not _MEMBER.fullmatch(info.name):
+            raise ArchiveError(
+                f"{path}: unexpected member {info.name!r}; an archive holds "
+                "only kernels/<key>.json and sources/<sha256>.py files"
             )
 
-        for key in ("kernel_name", "launch_name"):
-            if not isinstance(stored[key], str):
-                raise ValueError(f"{key} is not a string")
+        limit = MAX_ENTRY_SIZE if info.name.startswith("kernels/") else MAX_SOURCE_SIZE
 
-        digests = [record["digest"] for record in stored["variants"].values()]
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        if info.size > limit:
+            raise ArchiveError(
+                f"{path}: member {info.name} declares {info.size} bytes, more than "
+                f"the limit of {limit}; it is not an exported cache"
+            )
+
+        total += info.size
+        infos.append(info)
+
+        if len(infos) > MAX_MEMBERS or total > MAX_TOTAL_SIZE:
+            raise ArchiveError(
+                f"{path}: more than {MAX_MEMBERS} members or {MAX_TOTAL_SIZE} bytes; "
+                "export fewer kernels per archive (--key)"
+            )
+
+    return infos
+
+
+def _check_entry(path, name, data, members, cache):
+    key = name[len("kernels/") : -len(".json")]
+
+    try:
+        stored = json.loads(data)
+        check_entry(stored, key)
+    except (ValueError, RecursionError) as error:
         raise ArchiveError(
-            f"{path}: {name} is not a valid cache entry: {error}"
+            f"{path}: {name} is not a valid cache entry: {_one_line(error)}"
         ) from None
 
-    for digest in filter(None, digests):
+    for record in stored["variants"].values():
+        digest = record["digest"]
+
         if (
-            f"sources/{digest}.py" not in members
+            digest is not None
+            and f"sources/{digest}.py" not in members
             and not cache.source_path(digest).exists()
         ):
             raise ArchiveError(
                 f"{path}: {name} names source {digest}, which is missing"
             )
+
+    existing = cache.entry_path(key)
+
+    try:
+        different = existing.read_bytes() != data
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        different = error
+
+    if different:
+        raise ArchiveError(
+            f"{path}: {name} would replace a different entry already in "
+            f"{cache.directory}; run `ninetoothed-ascend clear {key[:12]}` first "
+            "if you mean to replace it"
+        )
+
+
+def _one_line(error):
+    lines = str(error).strip().splitlines()
+
+    return lines[0] if lines else type(error).__name__
 
 
 def default_archive_name():

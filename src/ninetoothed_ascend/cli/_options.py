@@ -8,15 +8,20 @@ import click
 from ninetoothed_ascend import cache as cache_module
 
 
-def resolve_cache_dir(path):
+def resolve_cache_dir(path, create=True):
     """Return the cache directory a command works on, or fail in one line.
 
     An explicit directory (``--cache-dir`` or ``$NINETOOTHED_ASCEND_CACHE_DIR``)
-    must be writable and trusted: a command told where to write does not fall
-    back elsewhere. Without one, :func:`~ninetoothed_ascend.cache.default_directory`.
+    must be trusted, and writable when the command writes: a command told
+    where to work does not fall back elsewhere. Without one,
+    :func:`~ninetoothed_ascend.cache.default_directory`.
 
+    :param path: ``pathlib.Path`` or ``None``.
+    :param create: ``False`` for commands that only read the cache: an
+        explicit directory that does not exist is an error, and nothing is
+        created.
     :raises click.ClickException: the directory cannot be created or written,
-        or is not trusted.
+        does not exist (``create=False``), or is not trusted.
     """
 
     if path is None:
@@ -24,8 +29,17 @@ def resolve_cache_dir(path):
 
     path = pathlib.Path(path).expanduser()
 
-    if not cache_module._writable(path):
-        raise click.ClickException(f"cache directory {path} is not writable")
+    if not create:
+        if not path.is_dir():
+            raise click.ClickException(
+                f"cache directory {path} does not exist; check --cache-dir "
+                "or $NINETOOTHED_ASCEND_CACHE_DIR"
+            )
+    elif not cache_module._writable(path):
+        raise click.ClickException(
+            f"cache directory {path} is not writable; choose another with "
+            "--cache-dir or $NINETOOTHED_ASCEND_CACHE_DIR"
+        )
 
     problem = cache_module.trust_problem(path, parents=True)
 

@@ -9,6 +9,7 @@ import platform
 import site
 import stat
 import sys
+import warnings
 
 import click
 
@@ -19,8 +20,8 @@ from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 
 
-def _cache(cache_dir):
-    return cache_module.Cache(resolve_cache_dir(cache_dir))
+def _cache(cache_dir, create=True):
+    return cache_module.Cache(resolve_cache_dir(cache_dir, create=create))
 
 
 def _find(cache, prefix):
@@ -40,19 +41,29 @@ def list_entries(as_json, cache_dir):
     it is regenerated the next time its kernel is made.
     """
 
-    cache = _cache(cache_dir)
+    cache = _cache(cache_dir, create=False)
     rows = []
 
     for key in cache.keys():
-        entry = cache.load(key)
-        path = cache.entry_path(key)
-        modified = datetime.datetime.fromtimestamp(path.stat().st_mtime)
+        # An untrusted entry (a symbolic link, another owner) is listed as
+        # such, not warned about.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            entry = cache.load(key)
+
+        try:
+            # lstat: a dangling symbolic link is listed, not followed.
+            modified = cache.entry_path(key).lstat().st_mtime
+        except FileNotFoundError:
+            continue  # removed meanwhile
+
+        modified = datetime.datetime.fromtimestamp(modified)
         row = {"key": key, "modified": modified.isoformat(timespec="seconds")}
 
         if entry is None:
             row |= {
                 "kernel_name": None,
-                "status": "invalid",
+                "status": "untrusted" if caught else "invalid",
                 "variants": {},
                 "bytes": 0,
             }
@@ -84,7 +95,7 @@ def list_entries(as_json, cache_dir):
         )
         click.echo(
             f"{row['key'][:12]}  {row['kernel_name'] or '-':<24} "
-            f"{row['status']:<8}{variants:<22}{row['bytes']:>8} B  {row['modified']}"
+            f"{row['status']:<10}{variants:<22}{row['bytes']:>8} B  {row['modified']}"
         )
 
     click.echo(f"{len(rows)} kernels")
@@ -96,13 +107,17 @@ def list_entries(as_json, cache_dir):
 def info(key, cache_dir):
     """Describe one cached kernel: KEY is its cache key or a unique prefix of it."""
 
-    cache = _cache(cache_dir)
+    cache = _cache(cache_dir, create=False)
     key = _find(cache, key)
-    entry = cache.load(key)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entry = cache.load(key)
 
     if entry is None:
+        reason = f" ({caught[0].message})" if caught else " (see the log)"
         raise click.ClickException(
-            f"the entry of {key} fails its checks (see the log); it is "
+            f"the entry of {key} fails its checks{reason}; it is "
             "regenerated the next time its kernel is made"
         )
 
@@ -133,7 +148,7 @@ def clear(keys, cache_dir):
     other files in the directory. Sources still named by a remaining entry stay.
     """
 
-    cache = _cache(cache_dir)
+    cache = _cache(cache_dir, create=False)
     chosen = [_find(cache, key) for key in keys] if keys else None
     entries, sources = cache.remove(chosen)
     click.echo(
@@ -154,7 +169,7 @@ def clear(keys, cache_dir):
 def export_command(output, keys, cache_dir):
     """Write the cache (or --key kernels) to one archive, OUTPUT (.tar.gz)."""
 
-    cache = _cache(cache_dir)
+    cache = _cache(cache_dir, create=False)
     chosen = [_find(cache, key) for key in keys] or None
 
     try:
@@ -236,8 +251,6 @@ def doctor():
         if os.environ.get(name)
     ]
     line("cache dir set by", ", ".join(f"${n}={v}" for n, v in explicit) or "default")
-
-    import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

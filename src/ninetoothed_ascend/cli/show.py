@@ -14,6 +14,7 @@ from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
+from ninetoothed_ascend.warm import one_line
 
 #: Every pass of every pipeline, by class name.
 PASSES = {
@@ -38,14 +39,26 @@ def load_handle(kernel):
     attribute = attribute or "kernel"
     path = pathlib.Path(path)
 
-    if not path.is_file():
-        raise click.BadParameter(f"no Python file at {path}", param_hint="KERNEL")
+    if not path.is_file() or path.suffix != ".py":
+        raise click.BadParameter(
+            f"no Python file at {path}; give a .py module such as "
+            "examples/elementwise/add.py",
+            param_hint="KERNEL",
+        )
 
     name = f"ninetoothed_ascend_show.{path.resolve().parent.name}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path.resolve())
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise click.ClickException(
+            f"importing {path} failed: {one_line(error)}; fix the module, or run it with python "
+            "to see the traceback"
+        ) from None
+
     handle = getattr(module, attribute, None)
 
     if not isinstance(handle, Handle):

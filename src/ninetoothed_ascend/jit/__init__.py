@@ -7,8 +7,12 @@ The data path is one straight line: NineToothed kernel → generated Triton
 (:class:`~ninetoothed_ascend.jit.handle.Handle`).
 """
 
+import dataclasses
 import warnings
 
+# First: the adapter chooses where NineToothed keeps its generated files
+# before anything imports NineToothed.
+from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.jit.dispatch import new_handle
 from ninetoothed_ascend.jit.fingerprint import definition_digest, environment_key
@@ -149,7 +153,9 @@ def observe(observer):
     :func:`~ninetoothed_ascend.jit.fingerprint.definition_digest`), ``key``,
     ``kernel_name``, ``launch_name``, ``counters_delta``, ``origin`` (``dict``
     of ``"module:qualname"`` of the functions it was made from) and
-    ``source`` (NineToothed's generated source, the CUDA variant).
+    ``source`` (NineToothed's generated source, the CUDA variant), ``built``
+    (generated in this call rather than loaded) and ``stored`` (``False``
+    when it could not be written to the cache).
     ``ninetoothed-ascend record`` uses it to write manifests.
     """
 
@@ -200,42 +206,78 @@ def from_generated(generated, origin=None):
     return _load_or_build(digest, lambda: _entry(generated, (0, 0)), origin or {})
 
 
-def rebuild(digest, generated, counters_delta, cache=None):
+def rebuild(digest, generated, counters_delta, cache=None, expected=None):
     """Build and cache the variants of a kernel from NineToothed's recorded source (``warm`` from a manifest).
 
     :param digest: ``str``, the kernel's definition digest.
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
     :param counters_delta: ``(int, int)``.
     :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None`` (the default one).
+    :param expected: ``dict`` from variant name to the sha256 (or ``None``)
+        each built variant must have, or ``None`` not to compare. Variants
+        that differ are not stored.
     :return: ``(handle, built)``; ``built`` is ``False`` when the entry was
         already cached.
+    :raises VariantMismatchError: a built variant differs from ``expected``;
+        nothing was stored.
+    :raises OSError: the built entry could not be stored.
     """
 
     built = []
 
     def build():
         built.append(True)
-        return _entry(generated, tuple(counters_delta))
+        entry = _entry(generated, tuple(counters_delta))
 
-    handle = _load_or_build(digest, build, None, cache=cache, replay=False)
+        if expected is not None:
+            _check_digests(entry, expected)
+
+        return entry
+
+    handle = _load_or_build(
+        digest, build, None, cache=cache, replay=False, store_errors=True
+    )
+
+    if expected is not None and not built:
+        _check_digests(handle._entry, expected)
 
     return handle, bool(built)
 
 
-def _load_or_build(digest, build, origin, cache=None, replay=True):
+class VariantMismatchError(ValueError):
+    """Variants built from recorded source differ from the recorded digests."""
+
+
+def _check_digests(entry, expected):
+    digests = {
+        name: variant.digest if variant.source is not None else None
+        for name, variant in entry.variants.items()
+    }
+    differing = sorted(name for name in digests if digests[name] != expected.get(name))
+
+    if differing:
+        raise VariantMismatchError(
+            f"variants {', '.join(differing)} differ from the recorded ones, with "
+            "the same ninetoothed-ascend; nothing was cached. Record the manifest "
+            "again from a source you trust"
+        )
+
+
+def _load_or_build(digest, build, origin, cache=None, replay=True, store_errors=False):
     key = environment_key(digest)
     cache = cache if cache is not None else Cache()
 
-    entry = cache.load(key)
+    entry = cache.load(key, digest)
     built = False
+    stored = True
 
     if entry is None:
         with cache.lock(key):
-            entry = cache.load(key)
+            entry = cache.load(key, digest)
 
             if entry is None:
-                entry = build()
-                _store(cache, key, entry)
+                entry = dataclasses.replace(build(), definition=digest)
+                stored = _store(cache, key, entry, raise_errors=store_errors)
                 replay = False
                 built = True
 
@@ -245,8 +287,10 @@ def _load_or_build(digest, build, origin, cache=None, replay=True):
     handle = new_handle(entry.kernel_name, key, entry)
 
     if origin is not None:
+        record = _record(digest, key, entry, origin)
+
         for observer in tuple(_observers):
-            observer(handle, _record(digest, key, entry, origin) | {"built": built})
+            observer(handle, record | {"built": built, "stored": stored})
 
     return handle
 
@@ -294,10 +338,13 @@ def _entry(generated, counters_delta):
     )
 
 
-def _store(cache, key, entry):
+def _store(cache, key, entry, raise_errors=False):
     try:
         cache.store(key, entry)
     except OSError as error:
+        if raise_errors:
+            raise
+
         warnings.warn(
             f"ninetoothed-ascend: could not cache kernel `{entry.kernel_name}` in "
             f"{cache.directory} ({error}); it runs from memory and will be generated "
@@ -305,12 +352,17 @@ def _store(cache, key, entry):
             stacklevel=3,
         )
 
+        return False
+
+    return True
+
 
 __all__ = [
     "VARIANTS",
     "GeneratedSource",
     "Handle",
     "MixedDevicesError",
+    "VariantMismatchError",
     "VariantUnavailableError",
     "from_generated",
     "jit",

@@ -8,7 +8,7 @@ import torch
 
 from ninetoothed_ascend.ascendify.base import PipelineError
 from ninetoothed_ascend.cache import Variant
-from ninetoothed_ascend.jit import emulation
+from ninetoothed_ascend.jit import arguments, emulation
 from ninetoothed_ascend.jit.variants import VARIANTS
 
 
@@ -30,7 +30,8 @@ class Handle:
     arguments: ``cuda`` tensors run the CUDA variant (NineToothed's own code),
     ``npu`` tensors the NPU variant (for triton-ascend), ``cpu`` tensors the
     CPU variant (Triton's interpreter). Variants are imported at their first
-    call. Arguments are those of NineToothed's launch function: the tensors in
+    call. The NPU and CPU variants' arguments are checked against what the
+    arrangement requires (:mod:`ninetoothed_ascend.jit.arguments`). Arguments are those of NineToothed's launch function: the tensors in
     the order of the application's parameters, then any non-tensor
     parameters.
 
@@ -103,9 +104,19 @@ class Handle:
             )
 
         if device_type in emulation.DEVICE_TYPES and emulation.emulation_requested():
-            launch = self.emulated(device_type)
+            launch, variant = self.emulated(device_type), "npu"
         else:
-            launch = self.variant(device_type)
+            launch, variant = self.variant(device_type), device_type
+
+        if arguments.requested(variant):
+            required = arguments.requirements(
+                self._entry.variants["cuda"].source,
+                self._entry.kernel_name,
+                self.launch_name,
+            )
+
+            if required is not None:
+                launch = arguments.checked(launch, required, self.kernel_name, variant)
 
         self._launches[device_type] = launch
 

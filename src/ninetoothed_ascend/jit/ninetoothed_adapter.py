@@ -3,6 +3,10 @@
 Everything NineToothed-specific that is not public API lives here, so that a
 NineToothed upgrade touches one module:
 
+* NineToothed creates ``~/.ninetoothed`` when imported; where that cannot be
+  written, :func:`_import_ninetoothed` points it at a private directory, so
+  NineToothed is imported here first (:mod:`ninetoothed_ascend.jit` imports
+  this module before anything else).
 * ``CodeGenerator`` and ``calculate_default_configs`` ask the *active Triton
   driver* for device properties, which fails on a machine without a GPU
   ("0 active drivers", ../shared/ASCEND.md). :func:`generate_source` answers
@@ -27,15 +31,64 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import os
 import pathlib
 import sys
 import threading
 import types
+import unittest.mock
+import warnings
 
-import ninetoothed
 import triton
-from ninetoothed.generation import CodeGenerator
-from ninetoothed.utils import calculate_default_configs
+
+from ninetoothed_ascend import cache as cache_module
+
+
+def _import_ninetoothed():
+    # NineToothed 0.26 creates ``Path.home() / ".ninetoothed"`` when
+    # ``ninetoothed.generation`` is imported, writes every generated module
+    # there, and has no setting to move it. Where the home cannot hold it
+    # (read-only, or not a directory), it would fail at import, before the
+    # cache's own fallback could apply: import it with ``Path.home()``
+    # answering a private directory instead, for that import only.
+    if "ninetoothed.generation" in sys.modules:
+        return sys.modules["ninetoothed"]
+
+    home = pathlib.Path.home()
+    directory = home / ".ninetoothed"
+
+    try:
+        directory.mkdir(exist_ok=True)
+        usable = os.access(directory, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+
+    if usable:
+        import ninetoothed
+
+        return ninetoothed
+
+    private_home = cache_module.private_directory() / "ninetoothed-home"
+    private_home.mkdir(mode=0o700, exist_ok=True)
+    warnings.warn(
+        f"ninetoothed-ascend: {directory} cannot be written; NineToothed's "
+        f"generated files go to {private_home / '.ninetoothed'} instead. Make "
+        "your home writable (or set HOME) to keep them there.",
+        stacklevel=2,
+    )
+
+    with unittest.mock.patch.object(
+        pathlib.Path, "home", classmethod(lambda cls: cls(private_home))
+    ):
+        import ninetoothed
+
+    return ninetoothed
+
+
+ninetoothed = _import_ninetoothed()
+
+from ninetoothed.generation import CodeGenerator  # noqa: E402
+from ninetoothed.utils import calculate_default_configs  # noqa: E402
 
 #: The device properties NineToothed's generator reads, with the values of an
 #: H100 SXM (65536 registers per SM, 227 KiB of shared memory per block), used

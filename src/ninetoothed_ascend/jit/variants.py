@@ -2,11 +2,11 @@
 
 from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
-from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.cache import VARIANT_NAMES, Variant
 from ninetoothed_ascend.jit import interpreter
 
 #: Variant names, and the torch device type each one serves.
-VARIANTS = ("cuda", "npu", "cpu")
+VARIANTS = VARIANT_NAMES
 
 _PIPELINES = {"npu": ascendify.PIPELINE, "cpu": interpreter.PIPELINE}
 
