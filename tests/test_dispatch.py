@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-from ninetoothed import Tensor
 from helpers import load_example
+from ninetoothed import Tensor
 
 import ninetoothed_ascend
 from ninetoothed_ascend.jit import dispatch
