@@ -13,6 +13,7 @@ import sys
 import click
 
 from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend.ascendify import precision_notes
 from ninetoothed_ascend.cache import archive
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
@@ -120,6 +121,9 @@ def info(key, cache_dir):
             f"{name}: {variant.path} ({len(variant.source.encode())} B, "
             f"sha256 verified); rewrites: {rewrites}"
         )
+
+        for pass_name, note in precision_notes(variant.rewrites):
+            click.echo(f"{name}: precision ({pass_name}): {note}")
 
 
 @main.command()
