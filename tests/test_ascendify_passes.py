@@ -212,6 +212,51 @@ def test_use_hf32_keeps_ieee():
     )
 
 
+PRECISION_IN_BRANCHES = """
+import triton.language as tl
+def kernel(a, b, flag: tl.constexpr, mode: tl.constexpr):
+    if flag == 0:
+        precision: tl.constexpr = "tf32"
+    else:
+        precision: tl.constexpr = "ieee"
+    y = tl.dot(a, b, input_precision=precision)
+"""
+
+
+def test_use_hf32_follows_a_precision_bound_in_branches():
+    source, count = rewrite(UseHf32InDot, PRECISION_IN_BRANCHES)
+
+    assert count == 1
+    assert source.splitlines()[-1] == (
+        f"    y = tl.dot(a, b, input_precision={FP32} if precision == 'tf32' "
+        "else 'ieee' if precision == 'tf32x3' else precision)"
+    )
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "precision = mode",  # not a literal: unknown here
+        "precision = 'ieee'",  # no tf32 mode among the literals
+    ],
+)
+def test_use_hf32_leaves_a_precision_it_cannot_follow(binding):
+    source = PRECISION_IN_BRANCHES.replace(
+        'precision: tl.constexpr = "ieee"', binding
+    ).replace('precision: tl.constexpr = "tf32"', binding)
+
+    assert_no_rewrite(UseHf32InDot, source)
+
+
+def test_use_hf32_leaves_a_precision_parameter():
+    assert_no_rewrite(
+        UseHf32InDot,
+        "import triton.language as tl\n"
+        "def kernel(a, b, mode: tl.constexpr):\n"
+        "    y = tl.dot(a, b, input_precision=mode)",
+    )
+
+
 def test_remap_libdevice_leaves_other_imports():
     assert_no_rewrite(RemapLibdevice, "from triton.language.extra import cuda")
 

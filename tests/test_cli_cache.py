@@ -133,6 +133,7 @@ def test_ls_info_and_clear(recorded, tmp_path):
     assert info.exit_code == 0, info.output
     assert f"key: {key}" in info.output
     assert "npu:" in info.output and "rewrites: FoldTrueMask" in info.output
+    assert "npu: precision (LowerFloat64): on fp64 tensors" in info.output
 
     one = invoke("clear", key[:10], "--cache-dir", copy)
     assert one.exit_code == 0 and "removed 1 kernels and 3 sources" in one.output

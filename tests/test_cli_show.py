@@ -31,6 +31,17 @@ def test_default_is_a_unified_diff_from_cuda_to_npu_with_the_passes_and_their_co
     assert added and not any("mask=True &" in line for line in added)
 
 
+def test_show_says_when_a_variant_loses_fp64_precision():
+    npu = show(EXAMPLE_PATHS["add"]).output
+    cpu = show(EXAMPLE_PATHS["add"], "--variant", "cpu").output
+
+    assert (
+        "precision (LowerFloat64): on fp64 tensors, and for fp64 intermediates, "
+        "this kernel computes in fp32" in npu
+    )
+    assert "precision (" not in cpu
+
+
 def test_variant_cpu_diffs_against_the_cpu_variant():
     result = show(EXAMPLE_PATHS["add"], "--variant", "cpu")
 

@@ -51,6 +51,24 @@ PIPELINE = (
 )
 
 
+def precision_notes(rewrites):
+    """Say what a variant loses in precision, from the passes that fired.
+
+    :param rewrites: ``((pass name, number of rewrites), ...)``, as
+        :attr:`Rewritten.rewrites` and ``Handle.rewrites(name)``.
+    :return: ``tuple`` of ``(pass name, str)``, one per pass of
+        :data:`PIPELINE` that fired and declares a ``PRECISION`` loss.
+    """
+
+    passes = {pass_class.__name__: pass_class for pass_class in PIPELINE}
+
+    return tuple(
+        (name, passes[name].PRECISION)
+        for name, count in rewrites
+        if count and name in passes and passes[name].PRECISION
+    )
+
+
 def ascendify(source):
     """Rewrite a generated Triton module for triton-ascend.
 
@@ -85,5 +103,6 @@ __all__ = [
     "SplitSubBlocks",
     "UseHf32InDot",
     "ascendify",
+    "precision_notes",
     "run_pipeline",
 ]

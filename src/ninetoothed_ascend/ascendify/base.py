@@ -42,6 +42,11 @@ class Pass(ast.NodeTransformer):
     variable names.
     """
 
+    #: ``str`` for a pass whose rewrite makes the kernel less precise than
+    #: its CUDA variant: what is lost, said to the user by ``show`` and
+    #: ``info`` whenever the pass fired (:func:`precision_notes`).
+    PRECISION = None
+
     def run(self, tree):
         """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites."""
 

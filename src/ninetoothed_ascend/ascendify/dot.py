@@ -36,7 +36,24 @@ class UseHf32InDot(Pass):
       accuracy) becomes ``"ieee"``: hf32 would lose the accuracy the kernel
       asked for.
     - ``allow_tf32=False`` is dropped ("ieee" is triton-ascend's default).
+    - ``input_precision=<name>``, where every assignment to the name in the
+      kernel binds a string literal (``input_precision_: tl.constexpr =
+      "tf32"`` in one branch of an ``if``, ``"ieee"`` in the other, as
+      operator libraries choose the mode), and one of those literals is a
+      tf32 mode: the argument becomes ``(<the tf32 form above> if name ==
+      "tf32" else "ieee" if name == "tf32x3" else name)``, which the
+      frontend folds, the name being a constexpr. Found by the kernel's
+      assignments, not by names: a name also bound to anything else (a
+      parameter, an expression) is left alone.
     """
+
+    def visit_FunctionDef(self, node):
+        enclosing = getattr(self, "_function", None)
+        self._function = node
+        self.generic_visit(node)
+        self._function = enclosing
+
+        return node
 
     def run(self, tree):
         self._count = 0
@@ -115,6 +132,15 @@ class UseHf32InDot(Pass):
             replacement = ast.Constant("ieee")
         elif _is_constant(value, "tf32"):
             replacement = self._fp32_condition(node)
+        elif isinstance(value, ast.Name) and _TF32_MODES & _bound_strings(
+            getattr(self, "_function", None), value.id
+        ):
+            replacement = ast.parse(
+                f"({ast.unparse(self._fp32_condition(node))} "
+                f"if {value.id} == 'tf32' else 'ieee' if {value.id} == 'tf32x3' "
+                f"else {value.id})",
+                mode="eval",
+            ).body
         else:
             return node
 
@@ -164,6 +190,49 @@ class UseHf32InDot(Pass):
             )
 
         return ast.parse(expression, mode="eval").body
+
+
+#: The ``input_precision`` modes that do not exist on Ascend.
+_TF32_MODES = {"tf32", "tf32x3"}
+
+
+def _bound_strings(function, name):
+    """The string literals bound to ``name`` in ``function``; empty if any binding of it is something else."""
+
+    if function is None or name in {argument.arg for argument in function.args.args}:
+        return set()
+
+    values = set()
+
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            targets, value = [node.target], None
+        else:
+            continue
+
+        if not any(
+            isinstance(target, ast.Name) and target.id == name
+            for target_node in targets
+            for target in ast.walk(target_node)
+        ):
+            continue
+
+        if (
+            len(targets) != 1
+            or not isinstance(targets[0], ast.Name)
+            or isinstance(node, ast.AugAssign)
+            or not isinstance(value, ast.Constant)
+            or not isinstance(value.value, str)
+        ):
+            return set()
+
+        values.add(value.value)
+
+    return values
 
 
 def _is_constant(node, value):

@@ -15,6 +15,7 @@ import click
 
 from ninetoothed_ascend import cache as cache_module
 from ninetoothed_ascend import host
+from ninetoothed_ascend.ascendify import precision_notes
 from ninetoothed_ascend.cache import archive
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
@@ -136,6 +137,9 @@ def info(key, cache_dir):
             f"{name}: {variant.path} ({len(variant.source.encode())} B, "
             f"sha256 verified); rewrites: {rewrites}"
         )
+
+        for pass_name, note in precision_notes(variant.rewrites):
+            click.echo(f"{name}: precision ({pass_name}): {note}")
 
 
 @main.command()

@@ -11,6 +11,7 @@ import textwrap
 import click
 
 from ninetoothed_ascend import ascendify
+from ninetoothed_ascend.ascendify import precision_notes
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
@@ -203,6 +204,9 @@ def show(kernel, unified, variant, emulated, width):
 
     if not rewrites:
         click.echo("  none")
+
+    for pass_name, note in precision_notes(rewrites):
+        click.echo(f"precision ({pass_name}): {note}")
 
     old_title = f"{handle.kernel_name} ({old_name})"
     new_title = f"{handle.kernel_name} ({new_name})"

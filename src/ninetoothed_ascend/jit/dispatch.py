@@ -7,8 +7,9 @@ which of them are tensors is visible in its source, so each kernel gets a
 ``__call__`` with exactly its launch function's parameters, which reads one
 boolean property per tensor (``is_cuda``, ``is_npu`` or ``is_cpu``) and
 calls the launch function directly. Anything the fast path does not recognize (mixed device
-types, an argument that is not a tensor, a first call) falls back to the
-generic path, which raises the errors.
+types, a ``meta`` placeholder, an argument that is not a tensor, a first
+call) falls back to the generic path, which applies the device rule
+(:meth:`Handle.__call__`: ``meta`` tensors do not vote) and raises the errors.
 """
 
 import ast

@@ -127,19 +127,23 @@ class _EmulateHf32(Pass):
             return node
 
         precision = keyword(node, "input_precision")
+        value = (
+            precision.value
+            if precision is not None
+            else node.args[3]
+            if len(node.args) > 3
+            else None
+        )
 
-        if precision is not None and _is_hf32(precision.value):
-            precision.value = ast.Constant(self.PRECISION)
-            self.rewrote()
-        elif len(node.args) > 3 and _is_hf32(node.args[3]):
-            node.args[3] = ast.Constant(self.PRECISION)
-            self.rewrote()
+        # ``UseHf32InDot`` writes hf32 as a literal or as a branch of a
+        # conditional on the operands' dtypes: every hf32 literal of the
+        # argument is mapped.
+        for constant in ast.walk(value) if value is not None else ():
+            if isinstance(constant, ast.Constant) and constant.value == "hf32":
+                constant.value = self.PRECISION
+                self.rewrote()
 
         return node
-
-
-def _is_hf32(node):
-    return isinstance(node, ast.Constant) and node.value == "hf32"
 
 
 class EmulateHf32OnCuda(_EmulateHf32):

@@ -20,7 +20,7 @@ class VariantUnavailableError(RuntimeError):
 
 
 class MixedDevicesError(ValueError):
-    """One call passed tensors on different device types."""
+    """One call passed tensors on different device types (``meta`` tensors, placeholders, excepted)."""
 
 
 class Handle:
@@ -50,6 +50,7 @@ class Handle:
 
     def __call__(self, *args, **kwargs):
         device_type = None
+        placeholders = False
 
         for arg in (*args, *kwargs.values()) if kwargs else args:
             # ``is_cuda`` and ``is_cpu`` cost a tenth of ``device.type``.
@@ -58,6 +59,13 @@ class Handle:
                     arg_device_type = "cuda"
                 elif arg.is_cpu:
                     arg_device_type = "cpu"
+                elif arg.is_meta:
+                    # A ``meta`` tensor has no data: libraries pass one as a
+                    # placeholder for an optional input the kernel does not
+                    # read, and plain NineToothed launches with it. It does
+                    # not decide the variant.
+                    placeholders = True
+                    continue
                 else:
                     arg_device_type = arg.device.type
 
@@ -66,7 +74,17 @@ class Handle:
                         device_type, arg_device_type
                     )
 
+        if device_type is None and placeholders:
+            raise VariantUnavailableError(
+                f"kernel `{self.kernel_name}` got only meta tensors, which have no "
+                "data and name no device type to run on; pass at least one tensor "
+                "on cuda, npu or cpu."
+            )
+
         launch = self._launches.get(device_type) or self._launch_for(device_type)
+
+        if placeholders and device_type == "cpu":
+            args, kwargs = _materialize_placeholders(args, kwargs)
 
         return launch(*args, **kwargs) if kwargs else launch(*args)
 
@@ -262,6 +280,24 @@ class Handle:
 
     def __repr__(self):
         return f"<ninetoothed_ascend.Handle {self.kernel_name} {self.key[:12]}>"
+
+
+def _materialize_placeholders(args, kwargs):
+    # Triton's interpreter copies the storage of every tensor argument to the
+    # host before a launch ("Cannot copy out of meta tensor; no data!",
+    # Triton 3.9 runtime/interpreter.py ``_init_args_hst``); a CPU tensor of
+    # one element, expanded to the placeholder's shape, has storage and the
+    # same sizes.
+    def materialize(arg):
+        if isinstance(arg, torch.Tensor) and arg.is_meta:
+            return torch.empty((), dtype=arg.dtype).expand(arg.shape)
+
+        return arg
+
+    return (
+        tuple(map(materialize, args)),
+        {name: materialize(arg) for name, arg in kwargs.items()},
+    )
 
 
 def _import_variant(variant, variant_name):

@@ -7,7 +7,9 @@ import sys
 import ninetoothed
 import torch
 
+from downstream_ops import instance_norm as instance_norm_kernels
 from downstream_ops import kernels
+from downstream_ops import matmul as matmul_kernels
 
 _DTYPES = {torch.float16: ninetoothed.float16, torch.float32: ninetoothed.float32}
 
@@ -53,6 +55,47 @@ def run(op, input, other):
 
     output = torch.empty_like(input)
     kernel(op, input.ndim, input.dtype)(input, other, output)
+
+    return output
+
+
+def instance_norm(input, weight=None, bias=None, eps=1e-5):
+    """``torch.nn.functional.instance_norm`` with input statistics; N-D inputs are viewed as ``(N, C, L)``.
+
+    An absent ``weight``/``bias`` is passed to the kernel as a ``meta``
+    placeholder, which the kernel made without them does not read.
+    """
+
+    planes = input.reshape(input.shape[0], input.shape[1], -1)
+    has_affine = weight is not None
+    placeholder = torch.empty(0, device="meta")
+    kernel = _cached_make(
+        instance_norm_kernels.premake,
+        planes.shape[-1],
+        has_affine,
+        _DTYPES[input.dtype],
+    )
+    output = torch.empty_like(planes)
+    kernel(
+        planes,
+        weight if has_affine else placeholder,
+        bias if has_affine else placeholder,
+        eps,
+        output,
+        planes.shape[-1],
+    )
+
+    return output.view_as(input)
+
+
+def matmul(input, other, precision=matmul_kernels.TF32):
+    """``input @ other`` with ``dot``'s precision chosen in the kernel by ``precision`` (``TF32`` or ``IEEE``)."""
+
+    kernel = _cached_make(matmul_kernels.premake, _DTYPES[input.dtype])
+    output = torch.empty(
+        (input.shape[0], other.shape[1]), dtype=input.dtype, device=input.device
+    )
+    kernel(input, other, output, precision)
 
     return output
 
