@@ -1,0 +1,359 @@
+"""BiShengIR: the ``ttadapter`` output (Linalg MLIR text) through ``bishengir-compile``, up to the external ``hivmc`` step.
+
+``bishengir-compile`` is the compiler triton-ascend's ``npubin`` stage calls.
+The PyPI package ``ascendnpu-ir`` (1.2.0; the ``bishengir`` extra of this
+package) ships it in ``ascendnpuir/bin``; it runs the whole BiShengIR pipeline
+(HFusion, HIVM, memory planning of the Unified Buffer) on an x86 CPU without
+CANN and stops only at the final external ``hivmc`` step, which needs CANN.
+Reaching that step is the highest level of checking this project has; nothing
+here runs on an NPU. Facts and messages: ../shared/ASCEND.md, "BiShengIR runs
+on a machine without an NPU too".
+
+Version skew: ascendnpu-ir 1.2.0 is newer than the BiShengIR of the CANN
+releases triton-ascend 3.2.0 was built against; record :func:`version` beside
+every claim made with it.
+"""
+
+import dataclasses
+import importlib.metadata
+import importlib.util
+import json
+import pathlib
+import re
+import subprocess
+import tempfile
+import time
+
+#: The SoC compiled for when none is named (Atlas A2, 192 KB of UB).
+DEFAULT_ARCH = "Ascend910B1"
+
+#: Atlas A2 / A3 SoCs: ``bishengir-compile`` (ascendnpu-ir 1.2.0, ``--help``).
+A2_A3_ARCHS = (
+    "Ascend910B1",
+    "Ascend910B2",
+    "Ascend910B3",
+    "Ascend910B4",
+    "Ascend910B4-1",
+    "Ascend910B2C",
+    "Ascend910_9362",
+    "Ascend910_9372",
+    "Ascend910_9381",
+    "Ascend910_9382",
+    "Ascend910_9391",
+    "Ascend910_9392",
+)
+
+#: Ascend 950 (A5) SoCs: ``bishengir-compile-a5`` (ascendnpu-ir 1.2.0, ``--help``).
+A5_ARCHS = (
+    "Ascend910_950z",
+    "Ascend910_9579",
+    "Ascend910_957b",
+    "Ascend910_957d",
+    "Ascend910_9581",
+    "Ascend910_9589",
+    "Ascend910_958a",
+    "Ascend910_958b",
+    "Ascend910_9599",
+)
+
+#: How to get the compiler where it is missing.
+INSTALL_HINT = (
+    "install ascendnpu-ir (pip install 'ninetoothed-ascend[bishengir]') "
+    "to run the BiShengIR stage"
+)
+
+# The flags triton-ascend 3.2.0 passes with its default options
+# (``linalg_to_bin_enable_npu_compile_A2_A3`` in triton/backends/ascend/compiler.py:
+# ``multibuffer`` and ``enable_auto_bind_sub_block`` default to True, the
+# ``bishengir-compile`` of ascendnpu-ir 1.2.0 has no ``reg-based`` option, so
+# ``--enable-hivm-compile=true``; TRITON_DISABLE_LINE_INFO defaults to true, so
+# no ``--enable-debug-info``).
+_A2_A3_FLAGS = (
+    "--enable-auto-multi-buffer=True",
+    "--enable-auto-bind-sub-block=True",
+    "--enable-hfusion-compile=true",
+    "--enable-hivm-compile=true",
+    "--enable-triton-kernel-compile=true",
+)
+# ``linalg_to_bin_enable_npu_compile_910_95`` of the same file: the same
+# options without ``--enable-hivm-compile``.
+_A5_FLAGS = (
+    "--enable-auto-multi-buffer=True",
+    "--enable-auto-bind-sub-block=True",
+    "--enable-hfusion-compile=true",
+    "--enable-triton-kernel-compile=true",
+)
+
+_REACHED_HIVMC = "External hivmc run fails"
+_UB_OVERFLOW = re.compile(
+    r"ub overflow, requires (\d+) bits while (\d+) bits available"
+)
+# Printed for every look-up of the external compiler; not the kernel's problem.
+_NOISE = re.compile(
+    r"Cannot find hivmc(-a5)? under \$PATH|Failed to run `hivmc --version`|"
+    r"Failed to detect hivmc version|Ub overflow detected|Due to Ub overflow|"
+    r"Failed to run BiSheng(IR|HIR) pipeline"
+)
+_MESSAGE_LIMIT = 4000
+
+
+class BiShengIRNotInstalled(RuntimeError):
+    """``bishengir-compile`` is not installed (the ``ascendnpu-ir`` package is missing); the message says how to install it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BiShengIRResult:
+    """One ``bishengir-compile`` run.
+
+    :param outcome: ``"hivmc"`` (the pipeline ran to the external ``hivmc``
+        step: success, as far as a machine without CANN can tell),
+        ``"ub_overflow"`` (memory planning found the Unified Buffer too small),
+        ``"error"`` (any other failure) or ``"timeout"``.
+    :param ub_required_bytes: ``int`` bytes of UB the kernel needs, on a UB overflow; else ``None``.
+    :param ub_available_bytes: ``int`` bytes of UB the SoC has, on a UB overflow; else ``None``.
+    :param planned_ub_bytes: ``int`` bytes of UB in BiShengIR's plan (the end
+        of its highest buffer, multi-buffer copies included), when asked for
+        with ``memory_report``; else ``None``.
+    :param seconds: ``float`` wall time of the compile.
+    :param message: ``str``, the compiler's error lines (trimmed; empty on ``"hivmc"``).
+    :param arch: ``str``, the SoC compiled for.
+    """
+
+    outcome: str
+    ub_required_bytes: int | None
+    ub_available_bytes: int | None
+    planned_ub_bytes: int | None
+    seconds: float
+    message: str
+    arch: str
+
+
+def version():
+    """The installed ``ascendnpu-ir`` version (``str``), or ``None`` when it is not installed."""
+
+    try:
+        return importlib.metadata.version("ascendnpu-ir")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def missing():
+    """``None`` when ``bishengir-compile`` is installed, else the one line that says how to install it (``str``)."""
+
+    try:
+        compiler_path()
+    except BiShengIRNotInstalled as error:
+        return str(error)
+
+    return None
+
+
+def compiler_path(arch=DEFAULT_ARCH):
+    """The ``bishengir-compile`` (or, for an A5 ``arch``, ``bishengir-compile-a5``) binary of the installed ``ascendnpu-ir``.
+
+    Found through the package (``importlib``), not ``PATH``.
+
+    :param arch: ``str``, one of :data:`A2_A3_ARCHS` or :data:`A5_ARCHS`.
+    :return: ``pathlib.Path``.
+    :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
+    :raises BiShengIRNotInstalled: ``ascendnpu-ir`` is not installed, or lacks the binary.
+    """
+
+    if arch in A2_A3_ARCHS:
+        name = "bishengir-compile"
+    elif arch in A5_ARCHS:
+        name = "bishengir-compile-a5"
+    else:
+        raise ValueError(
+            f"BiShengIR knows no SoC {arch!r}; choose one of "
+            f"{', '.join(A2_A3_ARCHS + A5_ARCHS)}"
+        )
+
+    spec = importlib.util.find_spec("ascendnpuir")
+
+    if spec is None or not spec.submodule_search_locations:
+        raise BiShengIRNotInstalled(f"BiShengIR skipped: {INSTALL_HINT}")
+
+    for location in spec.submodule_search_locations:
+        path = pathlib.Path(location) / "bin" / name
+
+        if path.is_file():
+            return path
+
+    raise BiShengIRNotInstalled(
+        f"BiShengIR skipped: the installed ascendnpu-ir has no {name}; {INSTALL_HINT}"
+    )
+
+
+def compile_linalg(
+    linalg_text, arch=DEFAULT_ARCH, *, memory_report=False, timeout=None
+):
+    """Run ``bishengir-compile`` on a ``ttadapter`` output as triton-ascend 3.2.0's ``npubin`` stage does, in a temporary directory.
+
+    The command is ``bishengir-compile kernel.ttadapter.mlir --target=<arch>
+    --enable-auto-multi-buffer=True --enable-auto-bind-sub-block=True
+    --enable-hfusion-compile=true --enable-hivm-compile=true
+    --enable-triton-kernel-compile=true -o kernel``, the flags of
+    ``linalg_to_bin_enable_npu_compile_A2_A3`` in triton-ascend 3.2.0's
+    ``triton/backends/ascend/compiler.py`` with its default options; for an
+    A5 SoC, ``bishengir-compile-a5`` with the flags of
+    ``linalg_to_bin_enable_npu_compile_910_95`` (no ``--enable-hivm-compile``).
+    On an overflow BiShengIR itself retries without code motion and without
+    multi-buffer before it gives up, as on an NPU host.
+
+    A5: the ``bishengir-compile-a5`` of ascendnpu-ir 1.2.0 looks for
+    ``hivmc-a5`` (CANN) before memory planning and fails without it, so no
+    A5 compile reaches ``hivmc`` here; the result is ``"error"`` with a
+    message that says so (measured 2026-11-23 on ``examples/elementwise/add.py``).
+
+    :param linalg_text: ``str``, the ``ttadapter`` output (MLIR).
+    :param arch: ``str``, the SoC (:data:`A2_A3_ARCHS`, :data:`A5_ARCHS`).
+    :param memory_report: ``bool``; add ``--enable-memory-display`` and read
+        the UB plan it writes (``memory_info_*.json``) into
+        ``planned_ub_bytes``. (``--enable-print-memory-allocated-size``,
+        which triton-ascend passes under ``ENABLE_PRINT_UB_BITS``, is an
+        unknown option to ascendnpu-ir 1.2.0.)
+    :param timeout: ``float`` seconds, or ``None`` for no limit.
+    :return: :class:`BiShengIRResult`.
+    :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
+    :raises BiShengIRNotInstalled: ``ascendnpu-ir`` is not installed.
+    """
+
+    binary = compiler_path(arch)
+    flags = _A5_FLAGS if arch in A5_ARCHS else _A2_A3_FLAGS
+
+    with tempfile.TemporaryDirectory(prefix="bishengir-") as directory:
+        directory = pathlib.Path(directory)
+        source = directory / "kernel.ttadapter.mlir"
+        source.write_text(linalg_text)
+        command = [
+            str(binary),
+            source.name,
+            f"--target={arch}",
+            *flags,
+            *(["--enable-memory-display"] if memory_report else []),
+            "-o",
+            "kernel",
+        ]
+        start = time.perf_counter()
+
+        try:
+            completed = subprocess.run(
+                command,
+                cwd=directory,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return BiShengIRResult(
+                "timeout",
+                None,
+                None,
+                None,
+                time.perf_counter() - start,
+                f"bishengir-compile did not finish within {timeout} s",
+                arch,
+            )
+
+        seconds = time.perf_counter() - start
+        planned = planned_ub_bytes(directory) if memory_report else None
+
+    # The compiler names the input by its absolute path; the path of a
+    # temporary directory only makes messages differ from run to run.
+    return parse_output(
+        (completed.stdout + completed.stderr).replace(f"{directory}/", ""),
+        arch=arch,
+        seconds=seconds,
+        planned_ub_bytes=planned,
+    )
+
+
+def parse_output(output, *, arch=DEFAULT_ARCH, seconds=0.0, planned_ub_bytes=None):
+    """Turn ``bishengir-compile``'s stdout and stderr into a :class:`BiShengIRResult`.
+
+    Success up to ``hivmc`` reads ``error: External hivmc run fails,
+    returning module before running external compiler``; an overflow reads
+    ``ub overflow, requires N bits while M bits available`` (both from
+    ../shared/ASCEND.md, measured with ascendnpu-ir 1.2.0).
+
+    :param output: ``str``, the compiler's combined output.
+    :param arch: ``str``, the SoC it compiled for.
+    :param seconds: ``float`` wall time of the compile.
+    :param planned_ub_bytes: ``int`` or ``None``, see :class:`BiShengIRResult`.
+    :return: :class:`BiShengIRResult`.
+    """
+
+    overflow = _UB_OVERFLOW.search(output)
+    message = _message(output)
+
+    if overflow:
+        required, available = (int(bits) // 8 for bits in overflow.groups())
+
+        return BiShengIRResult(
+            "ub_overflow", required, available, planned_ub_bytes, seconds, message, arch
+        )
+
+    if _REACHED_HIVMC in output:
+        return BiShengIRResult("hivmc", None, None, planned_ub_bytes, seconds, "", arch)
+
+    if "Cannot find hivmc-a5" in output:
+        message = (
+            f"bishengir-compile-a5 (ascendnpu-ir {version()}) needs hivmc-a5 from "
+            f"CANN before it plans memory, so {arch} (A5) cannot be checked on "
+            f"a machine without CANN. {message}"
+        ).strip()
+
+    return BiShengIRResult(
+        "error", None, None, planned_ub_bytes, seconds, message or output.strip(), arch
+    )
+
+
+def _message(output):
+    lines = [
+        line.strip()
+        for line in output.splitlines()
+        if ("error" in line.lower())
+        and not _NOISE.search(line)
+        and _REACHED_HIVMC not in line
+    ]
+    text = "\n".join(lines)
+
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " [...]"
+
+
+def planned_ub_bytes(directory):
+    """The UB bytes of the plan that ``--enable-memory-display`` wrote into ``directory``.
+
+    ascendnpu-ir 1.2.0 writes ``memory_info_aiv.json`` (vector core;
+    ``_aic`` for the cube core) into the working directory: per buffer its
+    ``extent`` in bits and one byte ``offset`` per multi-buffer copy
+    (measured on ``examples/elementwise/add.py``: ``64x8xf32`` buffers,
+    ``extent`` 16384, offsets ``[0, 4096]`` and ``[2048, 6144]``).
+
+    :param directory: ``pathlib.Path``.
+    :return: ``int``, the end of the highest UB buffer (0 where the plan has
+        none), or ``None`` where there is no UB plan.
+    """
+
+    records = [
+        record
+        for report in sorted(directory.glob("memory_info_*.json"))
+        for record in json.loads(report.read_text()).get("Record", ())
+        if record.get("scope") == "ub"
+    ]
+
+    if not records:
+        return None
+
+    return max(
+        (
+            offset + buffer["extent"] // 8
+            for record in records
+            for buffer in record.get("memory_info_array", ())
+            for offset in buffer.get("offset", ())
+        ),
+        default=0,
+    )
