@@ -62,14 +62,19 @@ class CheckResult:
     linalg: str
 
 
-def compile_stages(jit_function, signature, constants, arch=DEFAULT_ARCH):
+def compile_stages(
+    jit_function, signature, constants, arch=DEFAULT_ARCH, *, attrs=None
+):
     """Run ``ttir`` and ``ttadapter`` on a ``triton.jit`` function.
 
     :param jit_function: ``triton.runtime.JITFunction``.
     :param signature: ``dict`` parameter name -> Triton type (``"*fp16"``,
         ``"i32"``, ...) for every non-constexpr parameter.
-    :param constants: ``dict`` parameter name -> value for every constexpr parameter.
+    :param constants: ``dict`` parameter name -> value for every constexpr
+        parameter (and every argument a launch specializes to a constant).
     :param arch: ``str``, the Ascend SoC.
+    :param attrs: the backend's ``AttrsDescriptor`` of a launch (from
+        :func:`launch_arguments`), or ``None`` for no specialization.
     :return: ``(linalg_text, seconds_per_stage)``.
     :raises StageError: naming the stage that failed and the compiler's message.
     """
@@ -87,7 +92,7 @@ def compile_stages(jit_function, signature, constants, arch=DEFAULT_ARCH):
     target = GPUTarget("npu", arch, 0)
     backend = make_backend(target)
     options = backend.parse_options({})
-    source = ASTSource(jit_function, ordered, dict(constants))
+    source = ASTSource(jit_function, ordered, dict(constants), attrs)
     key = f"{source.hash()}-{backend.hash()}-{options.hash()}"
     metadata = {
         "hash": hashlib.sha256(key.encode()).hexdigest(),
@@ -154,14 +159,14 @@ def check_variant(handle, launch, *inputs, variant="npu"):
     :raises StageError: for the first config that fails.
     """
 
-    kernel, arguments = compile_arguments(
+    kernel, arguments = launch_arguments(
         handle.module(variant), handle, launch, inputs, variant
     )
     results = []
 
-    for signature, constants in arguments:
-        linalg, seconds = compile_stages(kernel, signature, constants)
-        results.append(CheckResult(constants, seconds, linalg))
+    for config, signature, constants, attrs in arguments:
+        linalg, seconds = compile_stages(kernel, signature, constants, attrs=attrs)
+        results.append(CheckResult(config, seconds, linalg))
 
     return results
 
@@ -170,7 +175,10 @@ def compile_arguments(module, handle, launch, inputs, variant):
     """Return a variant's kernel and, for each of its autotune configs, its signature and constants, from a real call.
 
     ``launch(kernel, *inputs)`` is called once with a recorder in place of
-    the kernel; nothing is launched.
+    the kernel; nothing is launched. Every integer is typed plainly
+    (``i32``/``i64``), with no specialization: this works with any Triton
+    (CUDA Triton included); :func:`launch_arguments` gives what
+    triton-ascend's JIT compiles.
 
     :param module: the variant's module (``handle.module(variant)``, or an
         emulation of it).
@@ -184,19 +192,10 @@ def compile_arguments(module, handle, launch, inputs, variant):
         signature is in the kernel's parameter order.
     """
 
-    kernel = getattr(module, handle.kernel_name)
-    call = _record_kernel_call(module, handle, launch, inputs, variant)
-    launched = dict(zip(kernel.arg_names, call.args)) | call.kwargs
-    # The variant's own configs, those its autotuner tries for this launch:
-    # the NPU pipeline replaces NineToothed's (FitUnifiedBuffer) and defers
-    # the autotuner into a factory.
-    configs = ub_configs.launch_configs(
-        ast.parse(handle.source(variant)), launched
-    ) or [{}]
+    kernel, calls = _config_calls(module, handle, launch, inputs, variant)
     arguments = []
 
-    for config in configs:
-        named = launched | config
+    for named in calls:
         constants = {
             param.name: named[param.name]
             for param in kernel.params
@@ -210,6 +209,82 @@ def compile_arguments(module, handle, launch, inputs, variant):
         arguments.append((signature, constants))
 
     return kernel, arguments
+
+
+def launch_arguments(module, handle, launch, inputs, variant="npu", arch=DEFAULT_ARCH):
+    """Like :func:`compile_arguments`, but specialized as triton-ascend 3.2's JIT specializes a launch with these inputs.
+
+    Each config's arguments go through the kernel's own binder
+    (``JITFunction.create_binder``; its ``compute_spec_key`` marks integers
+    equal to 1 and pointers and integers divisible by 16) and
+    ``backend.get_attrs_descriptor(params, values)``, and the signature,
+    constants and attributes are then formed as ``JITFunction.run`` forms
+    them (triton/runtime/jit.py of triton-ascend 3.2.0): an integer equal to
+    1 becomes a constant, so a stride of 1 makes an access contiguous
+    (../shared/ASCEND.md, "What a real launch compiles"). Pointer alignment
+    comes from ``data_ptr()``: CPU tensors from torch's allocator are
+    aligned to far more than 16 bytes, as device allocations are, but a view
+    at an element offset is not. Needs triton-ascend as ``triton``.
+
+    :param module: the variant's module (``handle.module(variant)``).
+    :param handle: :class:`~ninetoothed_ascend.Handle`.
+    :param launch: ``callable(kernel, *inputs)`` (an example's ``launch``).
+    :param inputs: tensors (any device; dtypes, shapes, strides and the
+        alignment of their data pointers matter).
+    :param variant: ``str``, the variant whose source holds the configs.
+    :param arch: ``str``, the Ascend SoC.
+    :return: ``(kernel, [(config, signature, constants, attrs), ...])``: one
+        tuple per config; ``config`` holds the config's constexpr values,
+        ``attrs`` is the backend's ``AttrsDescriptor``; the last three are
+        what :func:`compile_stages` takes.
+    """
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    kernel, calls = _config_calls(module, handle, launch, inputs, variant)
+    backend = make_backend(GPUTarget("npu", arch, 0))
+    kernel.create_binder(backend)
+    arguments = []
+
+    for named in calls:
+        bound, signature_and_specialization, *_ = kernel.binder(**named)
+        values = tuple(bound.values())
+        names = [kernel.params[index].name for index in kernel.non_constexpr_indices]
+        signature = {
+            name: "*i8" if kind == "none" else kind
+            for name, kind in zip(names, signature_and_specialization)
+        }
+        attrs = backend.get_attrs_descriptor(kernel.params, values)
+        specialized = attrs.get_constants()
+        constants = {
+            param.name: value
+            for value, param in zip(values, kernel.params)
+            if param.is_constexpr or param.num in specialized or value is None
+        }
+        config = {
+            param.name: named[param.name]
+            for param in kernel.params
+            if param.is_constexpr
+        }
+        arguments.append((config, signature, constants, attrs))
+
+    return kernel, arguments
+
+
+def _config_calls(module, handle, launch, inputs, variant):
+    # The recorded call's arguments by name, completed by each config.
+    kernel = getattr(module, handle.kernel_name)
+    call = _record_kernel_call(module, handle, launch, inputs, variant)
+    launched = dict(zip(kernel.arg_names, call.args)) | call.kwargs
+    # The variant's own configs, those its autotuner tries for this launch:
+    # the NPU pipeline replaces NineToothed's (FitUnifiedBuffer) and defers
+    # the autotuner into a factory.
+    configs = ub_configs.launch_configs(
+        ast.parse(handle.source(variant)), launched
+    ) or [{}]
+
+    return kernel, [launched | config for config in configs]
 
 
 @dataclasses.dataclass
