@@ -47,7 +47,9 @@ CASES = (
 def inputs(device, dtype=torch.float16, shape=(3, 5, 7), layout="contiguous"):
     generator = torch.Generator().manual_seed(0)
 
-    return (laid_out(torch.randn(shape, generator=generator).to(device, dtype), layout),)
+    return (
+        laid_out(torch.randn(shape, generator=generator).to(device, dtype), layout),
+    )
 
 
 def launch(kernel, input):

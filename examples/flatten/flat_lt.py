@@ -24,7 +24,9 @@ def application(input, other, output):
 
 tensors = (Tensor(NDIM), Tensor(NDIM), Tensor(NDIM))
 
-kernel = ninetoothed_ascend.make(arrangement, application, tensors, kernel_name="flat_lt")
+kernel = ninetoothed_ascend.make(
+    arrangement, application, tensors, kernel_name="flat_lt"
+)
 
 CASES = (
     {"shape": (3, 5, 7)},

@@ -37,7 +37,11 @@ CASES = (
 
 
 def inputs(
-    device, dtype=torch.float16, shape=(3, 5, 7), other_shape=(3, 5, 7), layout="contiguous"
+    device,
+    dtype=torch.float16,
+    shape=(3, 5, 7),
+    other_shape=(3, 5, 7),
+    layout="contiguous",
 ):
     generator = torch.Generator().manual_seed(0)
     input = torch.randn(shape, generator=generator).to(device, dtype)

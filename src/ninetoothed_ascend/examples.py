@@ -221,7 +221,11 @@ def laid_out(values, layout):
         wider = list(values.shape)
         wider[-1] = 2 * wider[-1] if layout == "strided" else wider[-1] + 3
         storage = torch.zeros(wider, dtype=values.dtype, device=values.device)
-        view = storage[..., ::2] if layout == "strided" else storage[..., : values.shape[-1]]
+        view = (
+            storage[..., ::2]
+            if layout == "strided"
+            else storage[..., : values.shape[-1]]
+        )
         view.copy_(values)
 
         return view
