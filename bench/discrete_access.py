@@ -116,8 +116,16 @@ def main():
                         for name, value in config.items()
                         if name not in flags
                     }
+                    # NineToothed passes a launch-sized block twice, as given and
+                    # rounded up to a power of two; the tile has the latter.
                     elements = math.prod(
-                        value for value in config.values() if isinstance(value, int)
+                        value
+                        for name, value in config.items()
+                        if isinstance(value, int)
+                        and (
+                            "next_power_of_2" in name
+                            or f"ninetoothed_next_power_of_2_prefix_{name}" not in constants
+                        )
                     )
                     before = constants | dict.fromkeys(flags, False)
                     rows = [
