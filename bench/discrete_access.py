@@ -111,10 +111,12 @@ def main():
                         for name, value in constants.items()
                         if name.startswith(FLAG_PREFIX)
                     }
-                    config = {
-                        name.removeprefix("ninetoothed_meta_prefix_ninetoothed_"): value
+                    shown = {
+                        name.rsplit("_prefix_", 1)[-1].removeprefix(
+                            "ninetoothed_"
+                        ): value
                         for name, value in config.items()
-                        if name not in flags
+                        if name not in flags and "next_power_of_2" not in name
                     }
                     # NineToothed passes a launch-sized block twice, as given and
                     # rounded up to a power of two; the tile has the latter.
@@ -124,7 +126,8 @@ def main():
                         if isinstance(value, int)
                         and (
                             "next_power_of_2" in name
-                            or f"ninetoothed_next_power_of_2_prefix_{name}" not in constants
+                            or f"ninetoothed_next_power_of_2_prefix_{name}"
+                            not in constants
                         )
                     )
                     before = constants | dict.fromkeys(flags, False)
@@ -139,7 +142,7 @@ def main():
                         for values in (before, constants)
                     ]
                     print(
-                        f"| {path.stem} | {_case(case)} | {dtype_name} | {config} "
+                        f"| {path.stem} | {_case(case)} | {dtype_name} | {shown} "
                         f"| {sum(flags.values())}/{len(flags)} "
                         f"| {rows[0][0]} | {rows[1][0]} | {_ub(rows[0][1])} | {_ub(rows[1][1])} |",
                         flush=True,

@@ -75,9 +75,7 @@ def test_the_div_mod_address_gets_an_affine_branch_and_a_launch_flag():
 def test_terms_that_are_not_digits_are_left_alone():
     # The divisor of the first term should be x_size_1: the terms are no
     # longer the digits of the flat index, so no layout makes them affine.
-    wrong = FLATTENED.replace(
-        "// x_size_1 * x_stride_0", "// x_size_0 * x_stride_0"
-    )
+    wrong = FLATTENED.replace("// x_size_1 * x_stride_0", "// x_size_0 * x_stride_0")
 
     assert rewrite(wrong).rewrites == ()
 
