@@ -85,3 +85,31 @@ def test_adapter_lower_bound_crash_and_its_cure(pointer, tmp_path):
         {"B": 32},
         tmp_path,
     )
+
+
+#: Keyword arguments to each flattened example's ``inputs`` beside the layout.
+FLATTENED = {
+    "flat_cast": {"shape": (2, 3, 4, 5)},
+    "flat_lt": {"shape": (2, 3, 4, 5)},
+    "flat_mul": {"shape": (2, 3, 4, 5), "other_shape": (2, 3, 4, 5)},
+    "flat_sigmoid": {"shape": (2, 3, 4, 5)},
+    # Rows of the last dim: contiguous rows when the tensor is.
+    "flat_sum_dim": {"shape": (2, 3, 4, 5), "dim": -1},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLATTENED))
+def test_flattened_contiguous_launches_have_no_scalar_accesses(name):
+    """ContiguousFlatAccess: a contiguous launch compiles every access to one DMA per tile; a transposed one keeps the gather."""
+
+    module = shared_example(name)
+    contiguous = module.inputs("cpu", torch.float16, **FLATTENED[name])
+    transposed = module.inputs(
+        "cpu", torch.float16, **FLATTENED[name], layout="transposed"
+    )
+
+    for result in check_variant(module.kernel, module.launch, *contiguous):
+        assert result.linalg.count("DiscreteMemAccess") == 0, result.config
+
+    (first, *_) = check_variant(module.kernel, module.launch, *transposed)
+    assert first.linalg.count("DiscreteMemAccess") > 0

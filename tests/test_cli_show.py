@@ -133,3 +133,17 @@ def test_emulated_cuda_shows_the_mapping_to_cuda_libdevice():
         "+    return ninetoothed_portable_libdevice.tanh(x0).to(ninetoothed_dtype)"
         in (result.output)
     )
+
+
+def test_npu_diff_names_the_accesses_that_stay_a_gather():
+    result = show(EXAMPLE_PATHS["reshape_and_cache"])
+
+    assert result.exit_code == 0, result.output
+    assert "accesses that stay a gather on the NPU (2;" in result.output
+    assert (
+        "  reshape_and_cache store: address read from a loaded tensor (an index)"
+        in result.output
+    )
+    flattened = show(EXAMPLE_PATHS["flat_sigmoid"])
+    assert "accesses that stay a gather on the NPU (0;" in flattened.output
+    assert "  ContiguousFlatAccess x2:" in flattened.output

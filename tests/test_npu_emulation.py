@@ -181,3 +181,24 @@ def test_npu_variant_on_cuda_tries_only_the_configs_that_fit_its_head_dimension(
         <= 16
         < max(max(config.values()) for config in small)
     )
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "expanded"])
+def test_flattened_npu_variant_takes_the_path_its_layout_allows(layout):
+    """ContiguousFlatAccess on the interpreter: the affine path (contiguous) and the general one (transposed, broadcast) both match torch."""
+
+    module = shared_example("flat_mul")
+    input, other = module.inputs(
+        "cpu",
+        torch.float32,
+        shape=(2, 3, 4, 5),
+        other_shape=(2, 3, 4, 5),
+        layout=layout,
+    )
+    launch = module.kernel.emulated("cpu")
+    collapses = launch.__globals__["ninetoothed_ascend_collapses"]
+
+    assert collapses(input.shape, input.stride()) == (layout == "contiguous")
+    assert_matches(
+        module, module.launch(launch, input, other), input * other, torch.float32
+    )

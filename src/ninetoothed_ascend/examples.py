@@ -233,3 +233,57 @@ def best_device():
         return "npu"
 
     return "cpu"
+
+
+#: The memory layouts :func:`laid_out` makes, for examples that accept any strides.
+LAYOUTS = ("contiguous", "transposed", "strided", "sliced", "expanded")
+
+
+def laid_out(values, layout):
+    """Return a tensor equal to ``values`` whose strides are those of ``layout``.
+
+    :param values: ``torch.Tensor`` of any shape (1 to 4 dims in the examples).
+    :param layout: one of :data:`LAYOUTS`: ``"contiguous"``; ``"transposed"``
+        (dims stored in reverse order); ``"strided"`` (every other element of
+        the innermost dim: still collapsible to one stride); ``"sliced"``
+        (the innermost dim narrowed from a wider one: not collapsible);
+        ``"expanded"`` (the outermost dim broadcast from size 1: stride 0, and
+        the values are those of ``values[:1]``, repeated).
+    :raises ValueError: an unknown ``layout``.
+    """
+
+    if layout == "contiguous":
+        return values.contiguous()
+
+    if layout == "transposed":
+        dims = tuple(reversed(range(values.ndim)))
+
+        return values.permute(dims).contiguous().permute(dims)
+
+    if layout in ("strided", "sliced"):
+        wider = list(values.shape)
+        wider[-1] = 2 * wider[-1] if layout == "strided" else wider[-1] + 3
+        storage = torch.zeros(wider, dtype=values.dtype, device=values.device)
+        view = (
+            storage[..., ::2]
+            if layout == "strided"
+            else storage[..., : values.shape[-1]]
+        )
+        view.copy_(values)
+
+        return view
+
+    if layout == "expanded":
+        return values[:1].expand(values.shape)
+
+    raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
+
+
+def as_ndim(tensor, ndim):
+    """View ``tensor`` with size-1 dimensions in front up to ``ndim`` dims, for a kernel built for ``ndim``.
+
+    :param tensor: ``torch.Tensor`` with at most ``ndim`` dims.
+    :param ndim: ``int``.
+    """
+
+    return tensor[(None,) * (ndim - tensor.ndim)]

@@ -16,6 +16,7 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.ascendify.float64 import LowerFloat64
 from ninetoothed_ascend.ascendify.grid import PersistentGrid
 from ninetoothed_ascend.ascendify.imports import ImportStandardModules
@@ -44,6 +45,7 @@ PIPELINE = (
     RemapLibdevice,
     LowerFloat64,
     FilterAutotuneKey,
+    ContiguousFlatAccess,
     FitUnifiedBuffer,
     SplitSubBlocks,
     PersistentGrid,
@@ -82,6 +84,7 @@ def ascendify(source):
 
 __all__ = [
     "PIPELINE",
+    "ContiguousFlatAccess",
     "DeferAutotune",
     "FillMaskedLoads",
     "FoldMathConstants",

@@ -11,7 +11,7 @@ import textwrap
 import click
 
 from ninetoothed_ascend import ascendify
-from ninetoothed_ascend.ascendify import precision_notes
+from ninetoothed_ascend.ascendify import flat_access, precision_notes
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
@@ -176,7 +176,9 @@ def show(kernel, unified, variant, emulated, width):
 
     KERNEL is an example module (`examples/elementwise/add.py`, its handle
     at `kernel`) or `PATH.py:ATTRIBUTE` for a handle at another name. Prints
-    each pass that fired, how often, and the constraint it answers, then the
+    each pass that fired, how often, and the constraint it answers, the
+    loads and stores that stay a gather on the NPU (an index tensor, a
+    permutation), then the
     diff from the CUDA variant to the NPU (or CPU) variant, or from the NPU
     variant to its emulation (--emulated).
     """
@@ -207,6 +209,19 @@ def show(kernel, unified, variant, emulated, width):
 
     for pass_name, note in precision_notes(rewrites):
         click.echo(f"precision ({pass_name}): {note}")
+
+    if emulated is None and variant == "npu":
+        gathers = flat_access.scalar_accesses(handle.source("cuda"))
+        click.echo(
+            f"accesses that stay a gather on the NPU ({len(gathers)}; "
+            "scalar loops, DiscreteMemAccess in the ttadapter output):"
+        )
+
+        for kernel_name, access, why in gathers:
+            click.echo(f"  {kernel_name} {access}: {why}")
+
+        if not gathers:
+            click.echo("  none")
 
     old_title = f"{handle.kernel_name} ({old_name})"
     new_title = f"{handle.kernel_name} ({new_name})"

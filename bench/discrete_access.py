@@ -1,0 +1,161 @@
+"""``DiscreteMemAccess`` ops and BiShengIR's planned UB per element, with and without the contiguous fast path.
+
+Runs in the triton-ascend environment (``ttir`` + ``ttadapter``, no NPU;
+BiShengIR with ``--bishengir``, the ``bishengir`` extra). For each example,
+dtype, shape case and NPU autotune config, the NPU variant is compiled with
+the arguments, constexpr values and specialization (integers equal to 1
+as constants) of the launch its ``launch`` makes
+(:func:`ninetoothed_ascend.compile_check.launch_arguments`), twice:
+
+* ``after``: as the launch decides, ``ContiguousFlatAccess``'s flags
+  (``ninetoothed_ascend_flat_affine_*``) computed from the strides;
+* ``before``: every flag ``False``, which the frontend folds to the
+  general path: the address as it was before the pass.
+
+Each row counts the ``DiscreteMemAccess`` ops (the loads and stores that
+``triton-adapter-opt`` lowers to scalar loops) in the ``ttadapter`` output,
+and, with ``--bishengir``, BiShengIR's planned UB bytes (multi-buffer copies
+included) divided by the elements of one program's tiles (the product of the
+config's block sizes), with BiShengIR's outcome where it is not ``hivmc``
+(the furthest a machine without CANN gets).
+
+    python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends]
+"""
+
+import argparse
+import datetime
+import importlib.metadata
+import math
+import pathlib
+
+import torch
+
+from ninetoothed_ascend import compile_check, examples
+from ninetoothed_ascend.ascendify.flat_access import FLAG_PREFIX
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
+
+
+def measure(linalg, elements, bishengir):
+    """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output."""
+
+    discrete = linalg.count("DiscreteMemAccess")
+
+    if bishengir is None:
+        return discrete, None
+
+    result = bishengir.compile_linalg(linalg, memory_report=True, timeout=300)
+
+    if result.planned_ub_bytes is None:
+        return discrete, result.outcome
+
+    per_element = f"{result.planned_ub_bytes / elements:.1f}"
+
+    if result.outcome != "hivmc":
+        per_element += f" ({result.outcome})"
+
+    return discrete, per_element
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", default=[EXAMPLES])
+    parser.add_argument("--dtypes", nargs="+", default=["float16", "float32"])
+    parser.add_argument("--bishengir", action="store_true")
+    parser.add_argument(
+        "--configs",
+        choices=("all", "ends"),
+        default="all",
+        help="every autotune config, or the smallest and the largest",
+    )
+    arguments = parser.parse_args()
+    bishengir = None
+
+    if arguments.bishengir:
+        from ninetoothed_ascend import bishengir
+
+    print(
+        f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}"
+        + (f", ascendnpu-ir {bishengir.version()}" if bishengir else "")
+    )
+    print(
+        "| example | case | dtype | config | flags | DiscreteMemAccess before | after "
+        "| UB B/elem before | after |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    for path in examples.find_modules(arguments.paths):
+        module = examples.load_module(path)
+
+        for dtype_name in arguments.dtypes:
+            dtype = getattr(torch, dtype_name)
+
+            if dtype not in examples.dtypes(module):
+                continue
+
+            for case in examples.cases(module):
+                inputs = module.inputs("cpu", dtype, **case)
+                kernel, calls = compile_check.launch_arguments(
+                    module.kernel.module("npu"),
+                    module.kernel,
+                    module.launch,
+                    inputs,
+                )
+
+                if arguments.configs == "ends":
+                    calls = [calls[0], calls[-1]] if len(calls) > 1 else calls
+
+                for config, signature, constants, attrs in calls:
+                    flags = {
+                        name: value
+                        for name, value in constants.items()
+                        if name.startswith(FLAG_PREFIX)
+                    }
+                    shown = {
+                        name.rsplit("_prefix_", 1)[-1].removeprefix(
+                            "ninetoothed_"
+                        ): value
+                        for name, value in config.items()
+                        if name not in flags and "next_power_of_2" not in name
+                    }
+                    # NineToothed passes a launch-sized block twice, as given and
+                    # rounded up to a power of two; the tile has the latter.
+                    elements = math.prod(
+                        value
+                        for name, value in config.items()
+                        if isinstance(value, int)
+                        and (
+                            "next_power_of_2" in name
+                            or f"ninetoothed_next_power_of_2_prefix_{name}"
+                            not in constants
+                        )
+                    )
+                    before = constants | dict.fromkeys(flags, False)
+                    rows = [
+                        measure(
+                            compile_check.compile_stages(
+                                kernel, signature, values, attrs=attrs
+                            )[0],
+                            elements,
+                            bishengir,
+                        )
+                        for values in (before, constants)
+                    ]
+                    print(
+                        f"| {path.stem} | {_case(case)} | {dtype_name} | {shown} "
+                        f"| {sum(flags.values())}/{len(flags)} "
+                        f"| {rows[0][0]} | {rows[1][0]} | {_ub(rows[0][1])} | {_ub(rows[1][1])} |",
+                        flush=True,
+                    )
+
+
+def _case(case):
+    return ", ".join(f"{key}={value}" for key, value in case.items()) or "default"
+
+
+def _ub(value):
+    return "—" if value is None else value
+
+
+if __name__ == "__main__":
+    main()

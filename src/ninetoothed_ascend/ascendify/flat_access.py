@@ -1,0 +1,561 @@
+"""Give flattened accesses a contiguous fast path, decided at the launch."""
+
+import ast
+import dataclasses
+import itertools
+
+from ninetoothed_ascend.ascendify.base import (
+    Pass,
+    autotune_assignments,
+    import_aliases,
+    insert_after_imports,
+    keyword,
+)
+
+#: The launch-side test, added to the module when an access was given a fast path.
+COLLAPSES = "ninetoothed_ascend_collapses"
+
+COLLAPSES_SOURCE = f'''
+def {COLLAPSES}(sizes, strides):
+    """Whether digits of a row-major index over ``sizes``, times ``strides``, sum to the index times ``strides[-1]``."""
+
+    step = strides[-1]
+
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        # A dimension of size 1 has digit 0 whatever its stride.
+        if size != 1 and stride != step:
+            return False
+
+        step *= size
+
+    return True
+'''
+
+#: Prefix of the constexpr parameter that selects the fast path of one flattened access.
+FLAG_PREFIX = "ninetoothed_ascend_flat_affine_"
+
+
+class ContiguousFlatAccess(Pass):
+    """Make flattened addresses affine in ``arange`` when the launch finds the layout collapsible.
+
+    Constraint: ``triton-adapter-opt`` lowers a load or store whose addresses
+    are not an affine function of ``arange`` to a scalar loop, one element per
+    iteration (``DiscreteMemAccess`` in the ``ttadapter`` output), and BiShengIR
+    then gives each element a 32-byte UB block (measured with ascendnpu-ir 1.2.0,
+    ../shared/ASCEND.md, "BiShengIR runs on a machine without an NPU too").
+    NineToothed's ``flatten``/``ravel`` address a tile through the digits of
+    the flat index ``L = index * B + arange(0, B)``:
+    ``L // (s1 * s2) * t0 + L % (s1 * s2) // s2 * t1 + L % (s1 * s2) % s2 * t2``;
+    the ``//`` and ``%`` make it a gather even for a contiguous tensor.
+
+    Rewrite: such a group of terms becomes
+    ``L * t2 if FLAG else <the group>``, ``FLAG`` a new constexpr parameter
+    that the launch function sets to ``ninetoothed_ascend_collapses(sizes,
+    strides)`` of the tensor's flattened dimensions. Where ``t_k = t2 * (the
+    product of the sizes after k)`` for every dimension of size above 1, the
+    two are equal for every ``L`` (mixed-radix digits), so a contiguous call
+    and a strided one compile as two specializations and both compute what
+    the CUDA variant computes.
+
+    NineToothed also bounds every digit in the mask (``L // (s1 * s2) < s0``,
+    ``... >= 0``), vector integer divisions that BiShengIR gives UB buffers
+    (measured: 68 bytes per element of a contiguous fp16-to-fp32 cast at
+    16384 lanes, a UB overflow). Where the same mask bounds ``L`` itself
+    (``L < s0 * s1 * s2`` and a lower bound ``>= 0`` of ``L`` or of a part of
+    it), the digit bounds follow from it, and the fast path's mask leaves
+    them out: ``mask=A if FLAG else <the mask>``.
+
+    Matched by structure: in a ``load``/``store`` pointer, the summands
+    ``X * t`` whose ``X`` is ``L`` under one or more ``//``/``%`` by products
+    of kernel parameters, ``L`` holding ``arange``, grouped by ``L``; the
+    launch passes ``T.stride(k)`` for each ``t`` and ``T.size(k)`` for the
+    divisors. The group is rewritten only when its terms, evaluated on every
+    index of every size tuple in ``{1, 2, 3}`` per dimension, are exactly the
+    digits (so an address through an index tensor, a permutation or any
+    other non-digit form is left as it is: see :func:`scalar_accesses`).
+    """
+
+    def run(self, tree):
+        self._flags = {}
+
+        return super().run(tree)
+
+    def visit_Module(self, node):
+        kernels = {
+            statement.name: statement
+            for statement in node.body
+            if isinstance(statement, ast.FunctionDef)
+            and any(
+                self.resolve(decorator) == "triton.jit"
+                for decorator in statement.decorator_list
+            )
+        }
+        launched = {
+            statement.targets[0].id: statement.value.args[0].id
+            for statement in autotune_assignments(node)
+            if statement.value.args and isinstance(statement.value.args[0], ast.Name)
+        }
+        launched.update({name: name for name in kernels})
+
+        for launch_call in _kernel_calls(node, launched):
+            kernel = kernels[launched[launch_call.func.value.id]]
+            self._rewrite_kernel(kernel, launch_call)
+
+        return node
+
+    def _rewrite_kernel(self, kernel, launch_call):
+        parameters = [argument.arg for argument in kernel.args.args]
+        arguments = dict(zip(parameters, launch_call.args))
+
+        for call in ast.walk(kernel):
+            if not (
+                self.is_call_to(call, "triton.language.load", "triton.language.store")
+                and call.args
+            ):
+                continue
+
+            for group in digit_groups(self, call.args[0], arguments):
+                flag = self._flag(kernel, launch_call, group)
+                mask = keyword(call, "mask")
+
+                if mask is not None:
+                    mask.value = _drop_digit_bounds(mask.value, group, flag)
+
+                call.args[0] = _replace_group(call.args[0], group, flag)
+                self.rewrote()
+
+    def _flag(self, kernel, launch_call, group):
+        key = (id(kernel), group.key())
+
+        if key not in self._flags:
+            name = f"{FLAG_PREFIX}{len(self._flags)}"
+            self._flags[key] = name
+            kernel.args.args.append(
+                ast.arg(name, ast.parse("triton.language.constexpr").body)
+            )
+            launch_call.keywords.append(
+                ast.keyword(
+                    name,
+                    ast.Call(
+                        ast.Name(COLLAPSES, ast.Load()),
+                        [
+                            ast.Tuple(list(group.size_arguments), ast.Load()),
+                            ast.Tuple(list(group.stride_arguments), ast.Load()),
+                        ],
+                        [],
+                    ),
+                )
+            )
+
+        return self._flags[key]
+
+    def finish(self, tree):
+        if self._flags:
+            insert_after_imports(tree, ast.parse(COLLAPSES_SOURCE).body)
+
+
+@dataclasses.dataclass
+class DigitGroup:
+    """The summands of an address that are digits of one flat index ``L``.
+
+    :param flat_index: ``ast`` expression ``L``.
+    :param terms: the ``X * t`` summands (``ast.BinOp``), outermost dimension first.
+    :param strides: the stride parameter names ``t``, in the same order.
+    :param size_arguments: the launch's ``T.size(k)`` expressions, same order.
+    :param stride_arguments: the launch's ``T.stride(k)`` expressions, same order.
+    :param size_parameters: the kernel parameters the launch passes ``T.size(k)`` to, same order.
+    """
+
+    flat_index: ast.expr
+    terms: list
+    strides: list
+    size_arguments: list
+    stride_arguments: list
+    size_parameters: list
+
+    def key(self):
+        return ast.dump(
+            ast.Tuple(self.size_arguments + self.stride_arguments, ast.Load())
+        )
+
+
+def digit_groups(owner, pointer, arguments):
+    """Yield the :class:`DigitGroup` of a ``load``/``store`` pointer expression that are proven digits.
+
+    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose imports resolve ``arange``.
+    :param pointer: ``ast`` expression, the pointer argument.
+    :param arguments: ``dict`` kernel parameter name -> the launch's argument expression.
+    """
+
+    candidates = {}
+
+    for term in _summands(pointer):
+        digit = _digit_term(owner, term, arguments)
+
+        if digit is not None:
+            flat_index, stride = digit
+            candidates.setdefault(ast.dump(flat_index), []).append(
+                (term, flat_index, stride)
+            )
+
+    for members in candidates.values():
+        if len(members) < 2:
+            continue
+
+        strides = [stride for _, _, stride in members]
+        stride_arguments = [arguments[stride] for stride in strides]
+        size_arguments = [_size_of(argument) for argument in stride_arguments]
+        size_parameters = [
+            _parameter_passed(arguments, argument) for argument in size_arguments
+        ]
+
+        if None in size_parameters:
+            continue
+
+        group = DigitGroup(
+            members[0][1],
+            [term for term, _, _ in members],
+            strides,
+            size_arguments,
+            stride_arguments,
+            size_parameters,
+        )
+
+        if _are_digits(group, size_parameters):
+            yield group
+
+
+def scalar_accesses(source):
+    """The loads and stores of a generated module whose addresses stay a gather on Ascend after the fast path.
+
+    An address stays a gather when a ``//`` or ``%`` of an ``arange`` term
+    is not a digit of a flattened tensor (a permutation, a diagonal), or when
+    it reads another loaded tensor (an index tensor): neither is affine in
+    ``arange`` for any layout, so ``triton-adapter-opt`` lowers it to a scalar
+    loop (``DiscreteMemAccess``).
+
+    :param source: ``str``, a module as NineToothed generates it.
+    :return: ``list`` of ``(kernel name, "load" | "store", why)``.
+    """
+
+    tree = ast.parse(source)
+    owner = Pass()
+    owner.aliases = import_aliases(tree)
+    found = []
+
+    for kernel in tree.body:
+        if not isinstance(kernel, ast.FunctionDef):
+            continue
+
+        loaded = set()
+
+        for statement in ast.walk(kernel):
+            if isinstance(statement, ast.Assign) and any(
+                owner.is_call_to(node, "triton.language.load")
+                for node in ast.walk(statement.value)
+            ):
+                loaded.update(
+                    target.id
+                    for target in statement.targets
+                    if isinstance(target, ast.Name)
+                )
+
+        for call in ast.walk(kernel):
+            if not (
+                owner.is_call_to(call, "triton.language.load", "triton.language.store")
+                and call.args
+            ):
+                continue
+
+            kind = owner.resolve(call.func).rsplit(".", 1)[1]
+            pointer = call.args[0]
+            names = {
+                node.id for node in ast.walk(pointer) if isinstance(node, ast.Name)
+            }
+
+            if names & loaded or any(
+                owner.is_call_to(node, "triton.language.load")
+                for node in ast.walk(pointer)
+            ):
+                found.append(
+                    (kernel.name, kind, "address read from a loaded tensor (an index)")
+                )
+            elif any(
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+                and _holds_arange(owner, node)
+                and not _in_digit_group(owner, node, pointer)
+                for node in ast.walk(pointer)
+            ):
+                found.append(
+                    (
+                        kernel.name,
+                        kind,
+                        "// or % of arange that is not a flattened digit",
+                    )
+                )
+
+    return found
+
+
+def _in_digit_group(owner, node, pointer):
+    for term in _summands(pointer):
+        if any(inner is node for inner in ast.walk(term)):
+            return _digit_term(owner, term, None) is not None
+
+    return False
+
+
+def _kernel_calls(tree, launched):
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in launched
+        ):
+            yield node
+
+
+def _summands(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from _summands(node.left)
+        yield from _summands(node.right)
+    else:
+        yield node
+
+
+def _digit_term(owner, term, arguments):
+    """``(L, stride name)`` when ``term`` is ``X * t`` with ``X`` a ``//``/``%`` chain over ``L``, else ``None``."""
+
+    if not (
+        isinstance(term, ast.BinOp)
+        and isinstance(term.op, ast.Mult)
+        and isinstance(term.right, ast.Name)
+        and (arguments is None or term.right.id in arguments)
+    ):
+        return None
+
+    digit, steps = term.left, 0
+
+    while isinstance(digit, ast.BinOp) and isinstance(
+        digit.op, (ast.FloorDiv, ast.Mod)
+    ):
+        if not _is_product_of_names(digit.right):
+            return None
+
+        digit, steps = digit.left, steps + 1
+
+    if steps == 0 or not _holds_arange(owner, digit):
+        return None
+
+    return digit, term.right.id
+
+
+def _is_product_of_names(node):
+    if isinstance(node, ast.Name):
+        return True
+
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mult)
+        and _is_product_of_names(node.left)
+        and _is_product_of_names(node.right)
+    )
+
+
+def _holds_arange(owner, node):
+    return any(
+        owner.is_call_to(inner, "triton.language.arange") for inner in ast.walk(node)
+    )
+
+
+def _size_of(stride_argument):
+    """``T.size(k)`` for the launch's ``T.stride(k)``, or ``None``."""
+
+    if (
+        isinstance(stride_argument, ast.Call)
+        and isinstance(stride_argument.func, ast.Attribute)
+        and stride_argument.func.attr == "stride"
+    ):
+        return ast.Call(
+            ast.Attribute(stride_argument.func.value, "size", ast.Load()),
+            stride_argument.args,
+            stride_argument.keywords,
+        )
+
+    return None
+
+
+def _parameter_passed(arguments, expression):
+    if expression is None:
+        return None
+
+    wanted = ast.dump(expression)
+
+    for parameter, argument in arguments.items():
+        if ast.dump(argument) == wanted:
+            return parameter
+
+    return None
+
+
+def _are_digits(group, size_parameters):
+    """Whether the group's digit expressions are the row-major digits of ``L`` over the sizes.
+
+    Evaluated on every ``L < prod(sizes)`` for every tuple of sizes in
+    ``{1, 2, 3}``: a divisor that is not the product of the later sizes, or
+    a digit taken in the wrong order, fails on one of them.
+    """
+
+    flat = ast.Name("ninetoothed_ascend_flat_index", ast.Load())
+    digits = []
+
+    for term in group.terms:
+        expression = _substitute(term.left, group.flat_index, flat)
+        names = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+
+        if not names <= set(size_parameters) | {flat.id}:
+            return False
+
+        digits.append(
+            compile(ast.fix_missing_locations(ast.Expression(expression)), "", "eval")
+        )
+
+    for sizes in itertools.product((1, 2, 3), repeat=len(size_parameters)):
+        scope = dict(zip(size_parameters, sizes))
+        weights = [1] * len(sizes)
+
+        for k in range(len(sizes) - 2, -1, -1):
+            weights[k] = weights[k + 1] * sizes[k + 1]
+
+        for index in range(weights[0] * sizes[0]):
+            scope[flat.id] = index
+            values = [eval(digit, {}, dict(scope)) for digit in digits]
+
+            if [
+                index // weight % size for weight, size in zip(weights, sizes)
+            ] != values:
+                return False
+
+    return True
+
+
+def _substitute(node, old, new):
+    wanted = ast.dump(old)
+
+    class Replace(ast.NodeTransformer):
+        def visit(self, inner):
+            if ast.dump(inner) == wanted:
+                return new
+
+            return self.generic_visit(inner)
+
+    return Replace().visit(_copy(node))
+
+
+def _drop_digit_bounds(mask, group, flag):
+    """``kept if flag else mask`` where ``mask`` bounds ``L``, ``kept`` being ``mask`` less its digit bounds."""
+
+    terms = list(_conjuncts(mask))
+    digits = {ast.dump(term.left) for term in group.terms}
+    flat_index = ast.dump(group.flat_index)
+    parts = {ast.dump(node) for node in ast.walk(group.flat_index)}
+    sizes = sorted(
+        ast.dump(ast.Name(name, ast.Load())) for name in group.size_parameters
+    )
+
+    def is_bound(term, operator):
+        return (
+            isinstance(term, ast.Compare)
+            and len(term.ops) == 1
+            and isinstance(term.ops[0], operator)
+        )
+
+    upper = any(
+        is_bound(term, ast.Lt)
+        and ast.dump(term.left) == flat_index
+        and sorted(ast.dump(name) for name in _product_factors(term.comparators[0]))
+        == sizes
+        for term in terms
+    )
+    lower = any(
+        is_bound(term, ast.GtE)
+        and ast.dump(term.left) in parts
+        and isinstance(term.comparators[0], ast.Constant)
+        and term.comparators[0].value == 0
+        for term in terms
+    )
+    kept = [
+        term
+        for term in terms
+        if not (
+            (is_bound(term, ast.Lt) or is_bound(term, ast.GtE))
+            and ast.dump(term.left) in digits
+        )
+    ]
+
+    if not (upper and lower) or len(kept) == len(terms):
+        return mask
+
+    fast = kept[0]
+
+    for term in kept[1:]:
+        fast = ast.BinOp(fast, ast.BitAnd(), term)
+
+    return ast.IfExp(ast.Name(flag, ast.Load()), _copy(fast), mask)
+
+
+def _conjuncts(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        yield from _conjuncts(node.left)
+        yield from _conjuncts(node.right)
+    else:
+        yield node
+
+
+def _product_factors(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _product_factors(node.left) + _product_factors(node.right)
+
+    return [node]
+
+
+def _copy(node):
+    return ast.parse(ast.unparse(node), mode="eval").body
+
+
+def _replace_group(pointer, group, flag):
+    ids = {id(term) for term in group.terms}
+    first = id(group.terms[0])
+    fast = ast.BinOp(
+        _copy(group.flat_index), ast.Mult(), ast.Name(group.strides[-1], ast.Load())
+    )
+    general = group.terms[0]
+
+    for term in group.terms[1:]:
+        general = ast.BinOp(general, ast.Add(), term)
+
+    chosen = ast.IfExp(ast.Name(flag, ast.Load()), fast, general)
+
+    def rebuild(node):
+        if id(node) == first:
+            return chosen
+
+        if id(node) in ids:
+            return None
+
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = rebuild(node.left), rebuild(node.right)
+
+            if left is None:
+                return right
+
+            if right is None:
+                return left
+
+            node.left, node.right = left, right
+
+        return node
+
+    return rebuild(pointer)

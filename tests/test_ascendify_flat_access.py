@@ -1,0 +1,132 @@
+"""Level 1 (AST): ContiguousFlatAccess gives flattened addresses a launch-decided affine fast path."""
+
+import ast
+
+import torch
+from helpers import shared_example
+
+from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
+from ninetoothed_ascend.ascendify.flat_access import (
+    COLLAPSES,
+    FLAG_PREFIX,
+    scalar_accesses,
+)
+
+#: A flattened 2-D load, as NineToothed writes it, and its launch.
+FLATTENED = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x_pointer, x_size_0, x_size_1, x_stride_0, x_stride_1, y_pointer, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    flat = i * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_pointer + flat, tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 * x_stride_1), mask=(i * BLOCK + tl.arange(0, BLOCK) < x_size_0 * x_size_1) & (i >= 0) & ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 < x_size_0) & ((i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 < x_size_1)))
+
+def launch_kernel(x, y):
+    kernel[(1,)](x, x.size(0), x.size(1), x.stride(0), x.stride(1), y)
+"""
+
+
+def rewrite(source):
+    return run_pipeline(source, [ContiguousFlatAccess])
+
+
+def kernel_of(source):
+    (kernel,) = [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name == "kernel"
+    ]
+
+    return kernel
+
+
+def test_the_div_mod_address_gets_an_affine_branch_and_a_launch_flag():
+    rewritten = rewrite(FLATTENED)
+
+    assert rewritten.rewrites == (("ContiguousFlatAccess", 1),)
+    kernel = kernel_of(rewritten.source)
+    flags = [arg.arg for arg in kernel.args.args if arg.arg.startswith(FLAG_PREFIX)]
+    assert len(flags) == 1
+    assert ast.unparse(kernel.args.args[-1].annotation) == "triton.language.constexpr"
+    (load,) = [
+        node
+        for node in ast.walk(kernel)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.load"
+    ]
+    address = load.args[0].right
+    assert isinstance(address, ast.IfExp)
+    assert ast.unparse(address.test) == flags[0]
+    assert ast.unparse(address.body) == (
+        "(i * BLOCK + tl.arange(0, BLOCK)) * x_stride_1"
+    )
+    assert "//" in ast.unparse(address.orelse)
+    mask = load.keywords[0].value
+    assert isinstance(mask, ast.IfExp)
+    assert "//" not in ast.unparse(mask.body) and "%" not in ast.unparse(mask.body)
+    assert ast.unparse(mask.orelse).count("//") == 1
+    assert (
+        f"{flags[0]}={COLLAPSES}((x.size(0), x.size(1)), (x.stride(0), x.stride(1)))"
+        in rewritten.source
+    )
+
+
+def test_terms_that_are_not_digits_are_left_alone():
+    # The divisor of the first term should be x_size_1: the terms are no
+    # longer the digits of the flat index, so no layout makes them affine.
+    wrong = FLATTENED.replace("// x_size_1 * x_stride_0", "// x_size_0 * x_stride_0")
+
+    assert rewrite(wrong).rewrites == ()
+
+
+def test_a_gather_through_an_index_tensor_is_left_alone_and_reported():
+    source = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x_pointer, x_size_1, x_stride_0, x_stride_1, index_pointer, y_pointer, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    rows = tl.load(index_pointer + i * BLOCK + tl.arange(0, BLOCK))
+    tl.store(y_pointer + i * BLOCK + tl.arange(0, BLOCK), tl.load(x_pointer + rows // x_size_1 * x_stride_0 + rows % x_size_1 * x_stride_1))
+
+def launch_kernel(x, index, y):
+    kernel[(1,)](x, x.size(1), x.stride(0), x.stride(1), index, y)
+"""
+
+    assert rewrite(source).rewrites == ()
+    assert scalar_accesses(source) == [
+        ("kernel", "load", "address read from a loaded tensor (an index)")
+    ]
+    assert scalar_accesses(FLATTENED) == []
+
+
+def test_collapses_accepts_exactly_the_layouts_with_one_stride():
+    (definition,) = [
+        node
+        for node in ast.parse(rewrite(FLATTENED).source).body
+        if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
+    ]
+    namespace = {}
+    exec(ast.unparse(definition), namespace)
+    collapses = namespace[COLLAPSES]
+
+    def of(tensor):
+        return collapses(tensor.shape, tensor.stride())
+
+    base = torch.empty(3, 4, 10)
+    assert of(base)
+    assert of(base[..., ::2])
+    assert of(base[:1].expand(1, 4, 10))
+    assert of(torch.empty(3, 1, 5).as_strided((3, 1, 5), (5, 77, 1)))
+    assert not of(base.transpose(0, 1))
+    assert not of(base[..., :7])
+    assert not of(base[:1].expand(3, 4, 10))
+
+
+def test_fires_on_the_flattened_examples_and_not_on_the_row_examples():
+    assert dict(
+        rewrite(shared_example("flat_sigmoid").kernel.source("cuda")).rewrites
+    ) == {"ContiguousFlatAccess": 2}
+    assert rewrite(shared_example("add").kernel.source("cuda")).rewrites == ()
