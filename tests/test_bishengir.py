@@ -69,7 +69,7 @@ KNOWN_FAILURES = {
             ("max_pool2d",),
             ("float16", "bfloat16", "float32"),
             "UB overflow at its largest config (BLOCK_SIZE 1024): needs 928,224 B "
-            "(fp16) of 196,608",
+            "(every dtype) of 196,608",
         ),
     )
     for name in names
