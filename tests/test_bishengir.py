@@ -65,11 +65,36 @@ KNOWN_FAILURES = {
             "UB overflow at its only config (BLOCK_SIZE 128): needs 263,424 B "
             "(fp16, bf16) / 301,088 B (fp32) of 196,608",
         ),
+        (
+            ("max_pool2d",),
+            ("float16", "bfloat16", "float32"),
+            "UB overflow at its largest config (BLOCK_SIZE 1024): needs 928,224 B "
+            "(every dtype) of 196,608",
+        ),
     )
     for name in names
     for dtype in dtypes
     for kind in ("contiguous", "non-contiguous")
 }
+
+
+#: Examples whose BiShengIR compile does not finish within TIMEOUT: not run
+#: here, since each case would spend 2 x TIMEOUT seconds of CI (issue 15,
+#: item 5, is on it); bench/bishengir_sweep.py runs them.
+TOO_SLOW = {
+    "conv2d": "bishengir-compile does not finish within 60 s for its smallest or "
+    "its largest config (fp16, measured 2026-11-23 with --timeout 60)",
+}
+
+
+def _marks(name, dtype, kind):
+    if name in TOO_SLOW:
+        return [pytest.mark.xfail(reason=TOO_SLOW[name], run=False)]
+
+    if reason := KNOWN_FAILURES.get((name, str(dtype), kind)):
+        return [pytest.mark.xfail(reason=reason, strict=True)]
+
+    return []
 
 
 def _cases():
@@ -79,9 +104,7 @@ def _cases():
             dtype,
             kind,
             id=f"{name}-{str(dtype).removeprefix('torch.')}-{kind}",
-            marks=[pytest.mark.xfail(reason=reason, strict=True)]
-            if (reason := KNOWN_FAILURES.get((name, str(dtype), kind)))
-            else [],
+            marks=_marks(name, dtype, kind),
         )
         for name in EXAMPLE_NAMES
         for dtype in examples.dtypes(shared_example(name))

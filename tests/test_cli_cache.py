@@ -352,14 +352,26 @@ def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
     cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
     record(cache_dir, manifest, "-c", CALL_TWO_KERNELS)
 
-    every = invoke("check", "--manifest", manifest, "--cache-dir", cache_dir)
+    # The recorded calls are what this is about; BiShengIR's verdict on the
+    # kernels is tests/test_bishengir.py's (at 8192 lanes these overflow UB).
+    every = invoke(
+        "check", "--manifest", manifest, "--cache-dir", cache_dir, "--no-bishengir"
+    )
 
     assert every.exit_code == 0, every.output
     assert "2 kernels, 0 failures" in every.output
     assert every.output.count("passed ttir and ttadapter") == 2
 
     key = Cache(cache_dir).keys()[0]
-    one = invoke("check", key[:10], "--manifest", manifest, "--cache-dir", cache_dir)
+    one = invoke(
+        "check",
+        key[:10],
+        "--manifest",
+        manifest,
+        "--cache-dir",
+        cache_dir,
+        "--no-bishengir",
+    )
 
     assert one.exit_code == 0, one.output
     assert "1 kernels, 0 failures" in one.output

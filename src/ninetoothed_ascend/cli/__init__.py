@@ -368,7 +368,11 @@ def check(
             if as_json:
                 continue
 
-            seconds = sum(sum(result.seconds.values()) for result in results)
+            seconds = sum(
+                result.seconds[stage_name]
+                for result in results
+                for stage_name in ("ttir", "ttadapter")
+            )
             click.echo(
                 f"{label}: {len(results)} configs passed ttir and ttadapter ({seconds:.2f} s)"
             )
