@@ -5,7 +5,7 @@ and ``count_include_pad=True``: every window is divided by 9, padding counts
 as zeros. The window, stride, padding and the block (``BLOCK_SIZE`` output
 elements per program) are constants of the arrangement, not autotuned: the
 kernel has exactly one config, so that config must fit the Unified Buffer
-for every launch (a 128 x 16 tile: 9 window lanes rounded up to 16).
+for every launch (a 64 x 16 tile: 9 window lanes rounded up to 16).
 """
 
 import ninetoothed.language as ntl
@@ -20,7 +20,7 @@ STRIDE = (2, 2)
 PADDING = (1, 1)
 
 #: Output elements per program.
-BLOCK_SIZE = 128
+BLOCK_SIZE = 64
 
 
 def arrangement(input, output):
