@@ -102,6 +102,21 @@ def test_group_mask_terms_keeps_the_mask_elementwise():
         )
 
 
+def test_group_mask_terms_puts_constant_terms_last():
+    """The frontend makes ``(0 < 1)`` a Python bool, and fails on ``bool & tensor`` (silu_and_mul)."""
+
+    source, _ = rewrite(
+        GroupMaskTerms,
+        "import triton.language as tl\n"
+        "tl.store(p, x, mask=(0 < 1) & (tl.arange(0, 8)[None, :] < k) & (i < n) & (tl.arange(0, 4)[:, None] < m))\n",
+    )
+
+    assert (
+        "mask=(i < n) & (tl.arange(0, 8)[None, :] < k) & (tl.arange(0, 4)[:, None] < m) & (0 < 1))"
+        in source
+    )
+
+
 def test_group_mask_terms_leaves_grouped_masks_and_other_arguments():
     assert_no_rewrite(
         GroupMaskTerms,
