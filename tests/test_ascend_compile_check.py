@@ -4,6 +4,7 @@ Runs in the triton-ascend environment of .ci/run; no NPU is involved.
 """
 
 import pathlib
+import re
 
 import pytest
 import torch
@@ -16,7 +17,12 @@ from helpers import (
 
 from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify import run_pipeline
-from ninetoothed_ascend.compile_check import StageError, check_variant
+from ninetoothed_ascend.compile_check import (
+    StageError,
+    check_variant,
+    compile_stages,
+    launch_arguments,
+)
 from ninetoothed_ascend.jit import variants
 
 pytestmark = pytest.mark.ascend
@@ -113,3 +119,31 @@ def test_flattened_contiguous_launches_have_no_scalar_accesses(name):
 
     (first, *_) = check_variant(module.kernel, module.launch, *transposed)
     assert first.linalg.count("DiscreteMemAccess") > 0
+
+
+def _whole_tile_ands(monkeypatch, pipeline):
+    # The first config of conv2d (fp16), compiled as its launch compiles it.
+    monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
+    module = load_example("conv2d")
+    kernel, arguments = launch_arguments(
+        module.kernel.module("npu"),
+        module.kernel,
+        module.launch,
+        module.inputs("cpu", torch.float16),
+    )
+    _, signature, constants, attrs = arguments[0]
+    linalg, _ = compile_stages(kernel, signature, constants, attrs=attrs)
+    shapes = re.findall(r"arith\.andi .*: tensor<(\d+)x(\d+)xi1>", linalg)
+
+    return sum(1 for rows, columns in shapes if int(rows) > 1 and int(columns) > 1)
+
+
+def test_conv2d_mask_has_few_whole_tile_ands(monkeypatch):
+    """Why GroupMaskTerms exists: without it conv2d's masks are ~100 whole-tile ``andi``, and BiShengIR did not finish in 300 s (docs/benchmarks.md)."""
+
+    without = tuple(
+        step for step in ascendify.PIPELINE if step is not ascendify.GroupMaskTerms
+    )
+
+    assert _whole_tile_ands(monkeypatch, without) > 60
+    assert _whole_tile_ands(monkeypatch, ascendify.PIPELINE) < 20

@@ -33,9 +33,7 @@ BLOCK_SIZE = Symbol("BLOCK_SIZE", constexpr=True)
 CHUNK = 16
 
 
-def arrangement(
-    logits, chunks, top_k, top_p, uniform, output, BLOCK_SIZE=BLOCK_SIZE
-):
+def arrangement(logits, chunks, top_k, top_p, uniform, output, BLOCK_SIZE=BLOCK_SIZE):
     logits_arranged = logits.tile((1, BLOCK_SIZE))
     logits_arranged.dtype = logits_arranged.dtype.squeeze(0)
 

@@ -83,12 +83,15 @@ class GroupMaskTerms(MaskPass):
             padded = (False,) * (rank - len(axes)) + axes
             by_axes.setdefault(padded, []).extend(members)
 
-        grouped = _and(
-            [
-                _and(by_axes[axes])
-                for axes in sorted(by_axes, key=lambda axes: sum(axes))
-            ]
-        )
+        # Terms without a name are Python bools when the frontend traces
+        # them (``0 < 1``), and Triton 3.2 fails on ``bool & tensor`` (see
+        # FoldTrueMask): they go last, where they are a tensor's operand.
+        constants = [term for term in terms if not _names(term)]
+        groups = [
+            [term for term in by_axes[axes] if _names(term)]
+            for axes in sorted(by_axes, key=lambda axes: sum(axes))
+        ]
+        grouped = _and([_and(group) for group in (*groups, constants) if group])
 
         if ast.dump(grouped) == ast.dump(mask):
             return mask
@@ -96,6 +99,10 @@ class GroupMaskTerms(MaskPass):
         self.rewrote()
 
         return ast.copy_location(grouped, mask)
+
+
+def _names(node):
+    return any(isinstance(child, ast.Name) for child in ast.walk(node))
 
 
 def _conjuncts(node):
