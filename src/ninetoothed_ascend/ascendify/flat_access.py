@@ -81,15 +81,7 @@ class ContiguousFlatAccess(Pass):
         return super().run(tree)
 
     def visit_Module(self, node):
-        kernels = {
-            statement.name: statement
-            for statement in node.body
-            if isinstance(statement, ast.FunctionDef)
-            and any(
-                self.resolve(decorator) == "triton.jit"
-                for decorator in statement.decorator_list
-            )
-        }
+        kernels = self.kernels(node)
         launched = {
             statement.targets[0].id: statement.value.args[0].id
             for statement in autotune_assignments(node)
@@ -336,12 +328,18 @@ def _kernel_calls(tree, launched):
             yield node
 
 
-def _summands(node):
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        yield from _summands(node.left)
-        yield from _summands(node.right)
+def _operands(node, operator):
+    """The operands of a chain of binary ``operator`` (an ``ast.operator`` class), left to right."""
+
+    if isinstance(node, ast.BinOp) and isinstance(node.op, operator):
+        yield from _operands(node.left, operator)
+        yield from _operands(node.right, operator)
     else:
         yield node
+
+
+def _summands(node):
+    return _operands(node, ast.Add)
 
 
 def _digit_term(owner, term, arguments):
@@ -526,11 +524,7 @@ def _drop_digit_bounds(mask, group, flag):
 
 
 def _conjuncts(node):
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
-        yield from _conjuncts(node.left)
-        yield from _conjuncts(node.right)
-    else:
-        yield node
+    return _operands(node, ast.BitAnd)
 
 
 def _product_factors(node):
