@@ -136,14 +136,18 @@ def test_emulated_cuda_shows_the_mapping_to_cuda_libdevice():
 
 
 def test_npu_diff_names_the_accesses_that_stay_a_gather():
-    result = show(EXAMPLE_PATHS["reshape_and_cache"])
+    result = show(EXAMPLE_PATHS["max_pool2d"])
 
     assert result.exit_code == 0, result.output
     assert "accesses that stay a gather on the NPU (2;" in result.output
     assert (
-        "  reshape_and_cache store: address read from a loaded tensor (an index)"
+        "  max_pool2d load: // or % of arange that is not a flattened digit"
         in result.output
     )
     flattened = show(EXAMPLE_PATHS["flat_sigmoid"])
     assert "accesses that stay a gather on the NPU (0;" in flattened.output
     assert "  ContiguousFlatAccess x2:" in flattened.output
+    # One block-table entry per program leaves the tile's address affine.
+    assert (
+        "stay a gather on the NPU (0;" in show(EXAMPLE_PATHS["paged_attention"]).output
+    )

@@ -72,6 +72,19 @@ class Pass(ast.NodeTransformer):
     def is_call_to(self, node, *names):
         return isinstance(node, ast.Call) and self.resolve(node.func) in names
 
+    def kernels(self, tree):
+        """The module-level ``triton.jit`` functions of ``tree``: ``dict`` name -> ``ast.FunctionDef``."""
+
+        return {
+            statement.name: statement
+            for statement in tree.body
+            if isinstance(statement, ast.FunctionDef)
+            and any(
+                self.resolve(decorator) == "triton.jit"
+                for decorator in statement.decorator_list
+            )
+        }
+
     def constexpr_parameters(self, kernel):
         """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``)."""
 

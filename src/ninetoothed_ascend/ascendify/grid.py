@@ -61,15 +61,7 @@ class PersistentGrid(Pass):
     """
 
     def visit_Module(self, node):
-        kernels = {
-            statement.name: statement
-            for statement in node.body
-            if isinstance(statement, ast.FunctionDef)
-            and any(
-                self.resolve(decorator) == "triton.jit"
-                for decorator in statement.decorator_list
-            )
-        }
+        kernels = self.kernels(node)
         launched = {name: name for name in kernels}
 
         for statement in autotune_assignments(node):
