@@ -6,8 +6,9 @@ compiled as that launch compiles it (integers equal to 1 specialized) through
 ``ttir`` and ``ttadapter``, then through ``bishengir-compile`` up to the
 external ``hivmc`` step with ``--enable-memory-display``. Per config:
 
-* ``model``: :func:`~ninetoothed_ascend.ascendify.ub_model.footprint` with
-  the launch's element sizes and specialized integers;
+* ``model``: :func:`~ninetoothed_ascend.ascendify.ub_model.footprint` as
+  ``FitUnifiedBuffer`` evaluates it (4 bytes per element, the dtype being
+  unknown then), with the launch's constexprs and specialized integers;
 * ``bishengir``: the planned UB bytes (the end of the highest buffer of
   BiShengIR's memory plan, ``memory_info_*.json``), or, for an overflow, the
   bytes of "ub overflow, requires N bits";
@@ -29,16 +30,11 @@ import pathlib
 import statistics
 import sys
 
-import torch
-
 from ninetoothed_ascend import bishengir, compile_check, examples
 from ninetoothed_ascend.ascendify.base import import_aliases
 from ninetoothed_ascend.ascendify.ub_model import footprint, soc
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-
-_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "i1": 1, "i8": 1, "u8": 1}
-_BYTES |= {"i16": 2, "i32": 4, "i64": 8}
 
 
 def _bishengir(linalg, timeout):
@@ -54,7 +50,7 @@ def _bishengir(linalg, timeout):
     }
 
 
-def rows(paths, raw, jobs, timeout):
+def rows(paths, raw, jobs, timeout, dtypes, ends):
     """Yield one ``dict`` per (example, dtype, case, config)."""
 
     pending = []
@@ -71,42 +67,40 @@ def rows(paths, raw, jobs, timeout):
         )
 
         for dtype in examples.dtypes(module):
+            if dtypes and str(dtype).removeprefix("torch.") not in dtypes:
+                continue
+
             for index, case in enumerate(examples.cases(module)):
                 inputs = module.inputs("cpu", dtype, **case)
+                jit, arguments = compile_check.launch_arguments(
+                    handle.module("npu"), handle, module.launch, inputs
+                )
 
-                try:
-                    results = compile_check.check_variant(
-                        handle, module.launch, *inputs, bishengir=False
-                    )
-                except compile_check.StageError as error:
-                    print(f"{path.stem} {dtype} case {index}: {error}", file=sys.stderr)
-                    continue
+                if ends and len(arguments) > ends + 1:
+                    arguments = arguments[:1] + arguments[-ends:]
 
-                for result in results:
-                    elem_sizes = {
-                        name: _BYTES[kind[1:]]
-                        for name, kind in result.signature.items()
-                        if kind.startswith("*")
-                    }
-                    model = footprint(kernel, aliases, result.config, elem_sizes)
-                    key = hashlib.sha256(result.linalg.encode()).hexdigest()
-                    pending.append(
-                        (
-                            {
-                                "kernel": handle.kernel_name,
-                                "dtype": str(dtype).removeprefix("torch."),
-                                "case": index,
-                                "config": "x".join(
-                                    str(value)
-                                    for name, value in result.config.items()
-                                    if name in _block_sizes(result.config, kernel)
-                                ),
-                                "model": model.peak,
-                            },
-                            key,
-                            result.linalg,
+                for config, signature, constants, attrs in arguments:
+                    try:
+                        linalg, _ = compile_check.compile_stages(
+                            jit, signature, constants, attrs=attrs
                         )
-                    )
+                    except compile_check.StageError as error:
+                        print(f"{path.stem} {dtype} {config}: {error}", file=sys.stderr)
+                        continue
+
+                    # As FitUnifiedBuffer measures: 4 bytes per element (the
+                    # dtype is not known when configs are chosen), with the
+                    # launch's specialized integers.
+                    model = footprint(kernel, aliases, constants)
+                    key = hashlib.sha256(linalg.encode()).hexdigest()
+                    row = {
+                        "kernel": handle.kernel_name,
+                        "dtype": str(dtype).removeprefix("torch."),
+                        "case": index,
+                        "config": "x".join(str(value) for value in config.values()),
+                        "model": model.peak,
+                    }
+                    pending.append((row, key, linalg))
 
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
         futures = {
@@ -122,23 +116,21 @@ def rows(paths, raw, jobs, timeout):
             yield row | raw[key]
 
 
-def _block_sizes(config, kernel):
-    constexprs = {
-        argument.arg
-        for argument in kernel.args.args
-        if argument.annotation is not None
-        and "constexpr" in ast.unparse(argument.annotation)
-    }
-
-    return [name for name in config if name in constexprs]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(EXAMPLES)])
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--raw", type=pathlib.Path, help="BiShengIR results cache (JSON)")
+    parser.add_argument(
+        "--raw", type=pathlib.Path, help="BiShengIR results cache (JSON)"
+    )
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--dtype", action="append", help="only these (float16, ...)")
+    parser.add_argument(
+        "--ends",
+        type=int,
+        default=0,
+        help="per launch, only the smallest config and the N largest (0: all)",
+    )
     arguments = parser.parse_args()
     raw = (
         json.loads(arguments.raw.read_text())
@@ -149,13 +141,22 @@ def main():
     table = []
 
     try:
-        for row in rows(arguments.paths, raw, arguments.jobs, arguments.timeout):
+        for row in rows(
+            arguments.paths,
+            raw,
+            arguments.jobs,
+            arguments.timeout,
+            arguments.dtype,
+            arguments.ends,
+        ):
             table.append(row)
     finally:
         if arguments.raw is not None:
             arguments.raw.write_text(json.dumps(raw))
 
-    print("| kernel | dtype | case | config | model | bishengir | outcome | ratio | under |")
+    print(
+        "| kernel | dtype | case | config | model | bishengir | outcome | ratio | under |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     ratios = []
     under = []
@@ -183,7 +184,10 @@ def main():
         outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
 
     print()
-    print(f"configs: {len(table)}; BiShengIR outcomes: {outcomes}")
+    print(
+        f"ascendnpu-ir {bishengir.version()}, {soc().name}, {budget}-byte UB; "
+        f"configs: {len(table)}; BiShengIR outcomes: {outcomes}"
+    )
     print(
         f"BiShengIR overflows where the model accepts: {len(under)}"
         + "".join(

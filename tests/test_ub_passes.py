@@ -232,6 +232,116 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
         namespace["launch"](Tensor(2048), Tensor(2048))
 
 
+STRIDED = """
+import triton
+import triton.language
+
+@triton.jit
+def kernel(p, q, n, s, t, B: triton.language.constexpr):
+    pid = triton.language.program_id(0)
+    x = triton.language.load(p + (pid * B + triton.language.arange(0, B)) * s)
+    triton.language.store(q + (pid * B + triton.language.arange(0, B)) * t, x + 1)
+
+tuned = triton.autotune(configs=[triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)], key=['n'])(kernel)
+
+def launch(p, q):
+    tuned[lambda meta: ((p.size(0) + meta['B'] - 1) // meta['B'],)](p, q, p.size(0), p.stride(0), q.stride(0))
+"""
+
+
+def test_model_counts_strided_accesses_at_32_bytes_per_element():
+    tree = ast.parse(STRIDED)
+    kernel = tree.body[2]
+    aliases = import_aliases(tree)
+
+    def peak(**options):
+        return footprint(kernel, aliases, {"B": 1024} | options).peak
+
+    # Contiguous (s = t = 1, as a launch specializes them): 12 bytes per lane.
+    assert peak(s=1, t=1) == 1024 * 12
+    assert footprint(kernel, aliases, {"B": 1024}, contiguous=True).peak == 1024 * 12
+    contiguous = footprint(kernel, aliases, {"B": 1024}, contiguous=True)
+    assert contiguous.unit_strides == {"s", "t"}
+    # Strided: the load's 32-byte block per element, single-buffered, live
+    # at the store with the result and the store's own 32-byte blocks.
+    assert peak() == peak(s=2) == 1024 * (32 + 4 + 32)
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypatch):
+    # 12 bytes per lane contiguous, 68 strided: 48 KB fit 4096 and 512 lanes
+    # (NineToothed's 32 and 1024 are the strided candidates: only 32 fits).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, STRIDED)
+    tree = ast.parse(source)
+
+    def tried(s, t):
+        return [config["B"] for config in launch_configs(tree, {"s": s, "t": t})]
+
+    assert count == 1
+    assert tried(1, 1) == [32, 1024, 2048, 4096]
+    assert tried(2, 1) == tried(1, 3) == [32]
+    assert "key=['s', 't', 'n']" in source
+
+
+STRIDED_HEAD_DIM = (
+    HEAD_DIM_SIZED.replace(
+        "triton.language.arange(0, D)[None, :]",
+        "triton.language.arange(0, D)[None, :] * s",
+    )
+    .replace("n, D:", "n, s, D:")
+    .replace("p.size(0), p.size(1))", "p.size(0), p.stride(1), p.size(1))")
+)
+
+
+def test_fit_unified_buffer_refuses_a_strided_launch_that_cannot_fit(monkeypatch):
+    # 12 KB: contiguous (12 bytes per element), B x D = 1024 as in the
+    # head-dimension test; strided rows (68 bytes per element) fit B x D =
+    # 180, so at most D = 128 (B = 1).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
+    source, _ = rewrite(FitUnifiedBuffer, STRIDED_HEAD_DIM)
+    tree = ast.parse(source)
+
+    def tried(d, s):
+        return [config["B"] for config in launch_configs(tree, {"D": d, "s": s})]
+
+    assert tried(64, 1) == [16]
+    assert tried(64, 2) == [2]
+    assert tried(128, 2) == [1]
+
+    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
+    recorded = []
+
+    class Tuned:
+        def __getitem__(self, grid):
+            return lambda *args: recorded.append(args)
+
+    class Tensor:
+        def __init__(self, d, stride):
+            self.d, self.step = d, stride
+
+        def size(self, axis):
+            return (64, self.d)[axis]
+
+        def stride(self, axis):
+            return self.step
+
+    namespace = {"tuned": Tuned()}
+    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
+    namespace["launch"](Tensor(256, 1), Tensor(256, 1))
+    namespace["launch"](Tensor(128, 2), Tensor(128, 2))
+    assert len(recorded) == 2
+
+    with pytest.raises(
+        ValueError,
+        match=r"kernel `kernel` cannot run on Ascend with an innermost stride other "
+        r"than 1 \(s\) with D above 128: .* needs 17408 bytes .* "
+        r"Pass contiguous tensors",
+    ):
+        namespace["launch"](Tensor(256, 2), Tensor(256, 2))
+
+    assert len(recorded) == 2
+
+
 def test_persistent_grid_loops_over_tasks_and_caps_the_grid():
     source, count = rewrite(PersistentGrid, AUTOTUNED)
 
@@ -366,6 +476,12 @@ def test_every_npu_config_of_every_example_fits_the_ub(name, dtype, case):
         if argument.annotation is not None
         and resolve(argument.annotation, aliases) == "triton.language.constexpr"
         and argument.arg in named
+    }
+    # And the integers a launch specializes (equal to 1: unit strides).
+    constants |= {
+        name: value
+        for name, value in named.items()
+        if type(value) is int and value == 1
     }
     configs = launch_configs(tree, named)
 

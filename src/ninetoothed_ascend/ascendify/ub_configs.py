@@ -89,9 +89,11 @@ class FitUnifiedBuffer(Pass):
             if launch_sized is None:
                 continue
 
-            if launch_sized:
-                chosen = self.choose_per_launch_size(
-                    node, statement, kernel, gpu_configs, budget, launch_sized
+            strides = self.innermost_strides(kernel, gpu_configs[0], launch_sized)
+
+            if launch_sized or strides:
+                chosen = self.choose_per_launch(
+                    node, statement, kernel, gpu_configs, budget, launch_sized, strides
                 )
             else:
                 chosen = self.choose(kernel, gpu_configs, budget)
@@ -120,35 +122,56 @@ class FitUnifiedBuffer(Pass):
 
             return sorted(set(known) - set(config))
 
-    def choose_per_launch_size(
-        self, module, statement, kernel, gpu_configs, budget, launch_sized
+    def innermost_strides(self, kernel, config, launch_sized):
+        """The integer parameters that scale the innermost axis of an access (its innermost strides), sorted."""
+
+        sizes = dict(config) | dict.fromkeys(launch_sized, MIN_LAUNCH_BOUND)
+
+        return sorted(
+            footprint(kernel, self.aliases, sizes, contiguous=True).unit_strides
+        )
+
+    def choose_per_launch(
+        self, module, statement, kernel, gpu_configs, budget, launch_sized, strides
     ):
-        """Configs for each power-of-two launch size; emit the pruner, the key and the launch's guard."""
+        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner, the key and the launch's guards."""
 
         chosen = []
         table = {}
-        bound = MIN_LAUNCH_BOUND
+        refusals = {}
 
-        while bound <= MAX_BLOCK_SIZE:
-            fixed = dict.fromkeys(launch_sized, bound)
+        for contiguous in (True, False) if strides else (True,):
+            bound = MIN_LAUNCH_BOUND
 
-            try:
-                configs = self.choose(kernel, gpu_configs, budget, fixed, extend=False)
-            except RewriteError as error:
-                if not table:
-                    raise
+            while bound <= MAX_BLOCK_SIZE:
+                fixed = dict.fromkeys(launch_sized, bound)
 
-                refusal = error.args[0]
-                break
+                try:
+                    configs = self.choose(
+                        kernel,
+                        gpu_configs,
+                        budget,
+                        fixed,
+                        extend=not launch_sized,
+                        contiguous=contiguous,
+                    )
+                except RewriteError as error:
+                    if contiguous and not table:
+                        raise
 
-            for sizes in configs:
-                if sizes not in chosen:
-                    chosen.append(sizes)
+                    refusals[contiguous] = (bound, error.args[0])
+                    break
 
-            table[bound] = [chosen.index(sizes) for sizes in configs]
-            bound *= 2
-        else:
-            refusal = None
+                for sizes in configs:
+                    if sizes not in chosen:
+                        chosen.append(sizes)
+
+                table[bound, contiguous] = [chosen.index(sizes) for sizes in configs]
+
+                if not launch_sized:
+                    break
+
+                bound *= 2
 
         name = statement.targets[0].id
         pruner = f"ninetoothed_fit_unified_buffer_{kernel.name}"
@@ -159,6 +182,7 @@ class FitUnifiedBuffer(Pass):
                     pruner=pruner,
                     kernel=kernel.name,
                     names=tuple(launch_sized),
+                    strides=tuple(strides),
                     minimum=MIN_LAUNCH_BOUND,
                     table=table,
                 )
@@ -174,23 +198,29 @@ class FitUnifiedBuffer(Pass):
         key = keyword(autotune, "key")
 
         if key is not None and isinstance(key.value, ast.List):
+            # A config tuned for one launch size or layout is not reused for another.
+            front = launch_sized + strides
             old = [element.value for element in key.value.elts]
-            new = (launch_sized + [item for item in old if item not in launch_sized])[
-                :MAX_KEYS
-            ]
+            new = (front + [item for item in old if item not in front])[:MAX_KEYS]
             key.value = ast.List([ast.Constant(item) for item in new], ast.Load())
 
-        if refusal is not None:
-            self.guard_launch(module, name, kernel, launch_sized, bound // 2, refusal)
+        for contiguous, (bound, refusal) in refusals.items():
+            self.guard_launch(
+                module, name, kernel, launch_sized, strides, contiguous, bound, refusal
+            )
 
         return chosen
 
-    def guard_launch(self, module, name, kernel, launch_sized, largest, refusal):
-        """Make the launch of ``name`` raise ``ValueError`` for launch sizes above ``largest``.
+    def guard_launch(
+        self, module, name, kernel, launch_sized, strides, contiguous, bound, refusal
+    ):
+        """Make the launch of ``name`` raise ``ValueError`` where no config fits.
 
-        Past ``largest`` no config fits, and the NPU compile would fail in
-        ``bishengir-compile`` with "ub overflow"; the launch fails first, with
-        the model's numbers (``refusal``).
+        No config fits a launch size of ``bound`` or more (contiguous
+        launches, or strided ones: an innermost stride in ``strides`` other
+        than 1), and the NPU compile would fail in ``bishengir-compile`` with
+        "ub overflow"; the launch fails first, with the model's numbers
+        (``refusal``) and what to do.
         """
 
         found = launch_call(module, name)
@@ -200,15 +230,41 @@ class FitUnifiedBuffer(Pass):
 
         _, call = found
         arguments = launch_arguments(kernel, call)
-        values = ", ".join(ast.unparse(arguments[item]) for item in launch_sized)
-        prefix = f"kernel `{kernel.name}` cannot run sizes "
-        suffix = (
-            f" of {', '.join(launch_sized)} on Ascend: at most {largest} fits the "
-            f"Unified Buffer by the UB model (docs/ub.md); at {largest * 2}, {refusal}"
-        )
+        sizes = ", ".join(ast.unparse(arguments[item]) for item in launch_sized)
+        conditions = []
+
+        if bound > MIN_LAUNCH_BOUND:
+            conditions.append(f"max(({sizes},)) > {bound // 2}")
+
+        if not contiguous:
+            conditions.append(
+                "not all(stride == 1 for stride in ("
+                + "".join(f"{ast.unparse(arguments[item])}, " for item in strides)
+                + "))"
+            )
+
+        if contiguous:
+            prefix = f"kernel `{kernel.name}` cannot run sizes "
+            suffix = (
+                f" of {', '.join(launch_sized)} on Ascend: at most {bound // 2} fits "
+                f"the Unified Buffer by the UB model (docs/ub.md); at {bound}, {refusal}"
+            )
+            message = f"{prefix!r} + repr(({sizes},)) + {suffix!r}"
+        else:
+            sized = (
+                f" with {', '.join(launch_sized)} above {bound // 2}"
+                if bound > MIN_LAUNCH_BOUND
+                else ""
+            )
+            message = repr(
+                f"kernel `{kernel.name}` cannot run on Ascend with an innermost stride "
+                f"other than 1 ({', '.join(strides)}){sized}: such accesses take "
+                f"32 bytes of Unified Buffer per element (docs/ub.md), and {refusal} "
+                "Pass contiguous tensors (`.contiguous()`)."
+            )
+
         check = ast.parse(
-            f"if max(({values},)) > {largest}:\n"
-            f"    raise ValueError({prefix!r} + repr(({values},)) + {suffix!r})"
+            f"if {' and '.join(conditions)}:\n    raise ValueError({message})"
         ).body[0]
 
         for function in module.body:
@@ -219,7 +275,9 @@ class FitUnifiedBuffer(Pass):
 
                         return
 
-    def choose(self, kernel, gpu_configs, budget, fixed=None, extend=True):
+    def choose(
+        self, kernel, gpu_configs, budget, fixed=None, extend=True, contiguous=True
+    ):
         names = list(gpu_configs[0])
         values = {
             name: sorted({config[name] for config in gpu_configs}) for name in names
@@ -227,7 +285,7 @@ class FitUnifiedBuffer(Pass):
 
         def measure(sizes):
             return footprint(
-                kernel, self.aliases, sizes | (fixed or {}), contiguous=True
+                kernel, self.aliases, sizes | (fixed or {}), contiguous=contiguous
             ).peak
 
         smallest = {name: values[name][0] for name in names}
@@ -276,13 +334,14 @@ class FitUnifiedBuffer(Pass):
 
 _PRUNER = '''
 def {pruner}(configs, named_args, **kwargs):
-    """The configs of `{kernel}` that fit the Unified Buffer at this launch's {names} (FitUnifiedBuffer, docs/ub.md)."""
+    """The configs of `{kernel}` that fit the Unified Buffer at this launch's {names} and innermost strides {strides} (FitUnifiedBuffer, docs/ub.md)."""
     arguments = {{**named_args, **kwargs}}
-    size = max(arguments[name] for name in {names!r})
+    contiguous = all(arguments[name] == 1 for name in {strides!r})
+    size = max((arguments[name] for name in {names!r}), default=0)
     bound = {minimum}
     while bound < size:
         bound *= 2
-    return [configs[index] for index in {table!r}[bound]]
+    return [configs[index] for index in {table!r}.get((bound, contiguous), ())]
 '''
 
 

@@ -209,11 +209,14 @@ class Footprint:
     :param loads: ``int``, bytes of all load buffers, single-buffered (the
         part triton-adapter's Linalg output shows as ``memref.alloc``).
     :param line: ``int``, the line of the kernel where the peak is reached.
+    :param unit_strides: ``frozenset`` of the integer parameters taken to be
+        1 (``contiguous``): the innermost strides of the kernel's accesses.
     """
 
     peak: int
     loads: int
     line: int
+    unit_strides: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,6 +296,7 @@ class _Model:
         }
         self.tiles = {}
         self.values = {}
+        self.unit_strides = set()
         self.parameters = {argument.arg for argument in kernel.args.args}
         self.loads = 0
         self.statement_loads = set()
@@ -320,7 +324,7 @@ class _Model:
             for name in _targets(statement):
                 defined_at.setdefault(name, position)
 
-        return Footprint(peak, self.loads, peak_line)
+        return Footprint(peak, self.loads, peak_line, frozenset(self.unit_strides))
 
     def statement(self, statement):
         if isinstance(statement, ast.Assign):
@@ -491,9 +495,17 @@ class _Model:
             return tile, tile.bytes, tile.bytes
 
         if function == "store":
+            pointer = arguments.get(0, arguments.get("pointer"))
             value = arguments.get(1, arguments.get("value"))
+            tile, used, fresh = self.expression(value)
+            shape = _broadcast(self.shape_of(pointer), tile)
 
-            return None, self.expression(value)[1], 0
+            if shape is not None and self.discrete(pointer, shape.shape):
+                # Scattered from a buffer of 32-byte blocks, as a strided load.
+                scattered = math.prod(shape.shape) * DISCRETE_ELEM_BYTES
+                used = max(used, fresh + scattered)
+
+            return None, used, 0
 
         if function == "arange":
             # An index vector outside a load or store: materialized as int32.
@@ -606,7 +618,14 @@ class _Model:
         return shape[axis] > 1 if axis < len(shape) else False
 
     def is_one(self, node):
-        if self.contiguous and isinstance(node, ast.Name) and node.id in self.parameters:
+        if (
+            self.contiguous
+            and isinstance(node, ast.Name)
+            and node.id in self.parameters
+            and node.id not in self.constexprs
+        ):
+            self.unit_strides.add(node.id)
+
             return True
 
         try:
