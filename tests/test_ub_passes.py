@@ -413,8 +413,8 @@ def kernel(p, q, n, C: tl.constexpr, P: tl.constexpr):
 
 
 def test_split_sub_blocks_makes_a_three_pass_softmax(monkeypatch):
-    # 24 bytes per lane at the peak (double-buffered load with its -inf
-    # padding's select, 8 + 6; the max's scratch, 2; x - max and exp, 4 each):
+    # 28 bytes per lane at the peak (double-buffered load with its -inf
+    # padding's select, 8 + 10; the max's scratch, 2; x - max and exp, 4 each):
     # 8192 bytes fit 256 lanes.
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
     source, count = rewrite(SplitSubBlocks, SOFTMAX)
@@ -541,7 +541,7 @@ def test_npu_grid_is_the_task_count_when_it_is_smaller_than_the_cores():
 
 
 def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(monkeypatch):
-    # 24 bytes per lane, as in the three-pass softmax above.
+    # 28 bytes per lane, as in the three-pass softmax above.
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
     source, count = rewrite(
         SplitSubBlocks,
