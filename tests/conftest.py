@@ -14,6 +14,12 @@ EXAMPLE_PATHS = {path.stem: path for path in examples.find_modules([EXAMPLES])}
 
 EXAMPLE_NAMES = tuple(EXAMPLE_PATHS)
 
+# The downstream library's own suite knows nothing of this project and has a
+# conftest of its own; scripts/downstream_compare.py runs it (with
+# --confcutdir, so this file stays out), tests/test_downstream_compare.py
+# runs that script.
+collect_ignore = ["downstream/suite"]
+
 # Parametrizing by each example's dtypes and cases imports the examples while
 # tests are collected; keep what that generates out of the user's cache.
 os.environ.setdefault(
