@@ -45,10 +45,16 @@ def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype, cas
 
 
 def test_without_fold_true_mask_the_frontend_fails(monkeypatch):
-    """Why FoldTrueMask exists: NineToothed's masks fail triton-ascend's frontend."""
+    """Why FoldTrueMask exists: NineToothed's masks fail triton-ascend's frontend.
+
+    GroupMaskTerms, which puts constant terms last, would hide it too, so both
+    are left out.
+    """
 
     pipeline = tuple(
-        step for step in ascendify.PIPELINE if step is not ascendify.FoldTrueMask
+        step
+        for step in ascendify.PIPELINE
+        if step not in (ascendify.FoldTrueMask, ascendify.GroupMaskTerms)
     )
     monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
     module = load_example("add")
@@ -139,11 +145,11 @@ def _whole_tile_ands(monkeypatch, pipeline):
 
 
 def test_conv2d_mask_has_few_whole_tile_ands(monkeypatch):
-    """Why GroupMaskTerms exists: without it conv2d's masks are ~100 whole-tile ``andi``, and BiShengIR did not finish in 300 s (docs/benchmarks.md)."""
+    """Why GroupMaskTerms exists: without it conv2d's masks are ~60 whole-tile ``andi`` (99 before ContiguousFlatAccess), and BiShengIR did not finish in 300 s (docs/benchmarks.md)."""
 
     without = tuple(
         step for step in ascendify.PIPELINE if step is not ascendify.GroupMaskTerms
     )
 
-    assert _whole_tile_ands(monkeypatch, without) > 60
+    assert _whole_tile_ands(monkeypatch, without) > 50
     assert _whole_tile_ands(monkeypatch, ascendify.PIPELINE) < 20

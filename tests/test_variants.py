@@ -60,25 +60,32 @@ def test_npu_variant_differs_from_cuda_by_the_reported_rewrites(name):
     assert "True &" not in module.kernel.source("npu")
 
 
+class OnAnotherDevice(torch.Tensor):
+    """A CPU tensor that reports a device type this machine has no hardware for."""
+
+    is_cpu = False
+    device = torch.device("xpu")
+
+
 def test_mixed_device_types_raise():
     module = load_example("add")
     on_cpu = torch.ones(4)
-    on_meta = torch.ones(4, device="meta")
+    elsewhere = torch.ones(4).as_subclass(OnAnotherDevice)
 
     with pytest.raises(
-        ninetoothed_ascend.MixedDevicesError, match="kernel `add`.*cpu and meta"
+        ninetoothed_ascend.MixedDevicesError, match="kernel `add`.*cpu and xpu"
     ):
-        module.kernel(on_cpu, on_meta, on_cpu)
+        module.kernel(on_cpu, elsewhere, on_cpu)
 
 
 def test_device_type_without_variant_raises():
     module = load_example("add")
-    on_meta = torch.ones(4, device="meta")
+    elsewhere = torch.ones(4).as_subclass(OnAnotherDevice)
 
     with pytest.raises(
-        ninetoothed_ascend.VariantUnavailableError, match="device type 'meta'"
+        ninetoothed_ascend.VariantUnavailableError, match="device type 'xpu'"
     ):
-        module.kernel(on_meta, on_meta, on_meta)
+        module.kernel(elsewhere, elsewhere, elsewhere)
 
 
 def test_variant_forces_one_variant():
