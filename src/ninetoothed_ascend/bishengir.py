@@ -15,7 +15,6 @@ every claim made with it.
 """
 
 import dataclasses
-import importlib.metadata
 import importlib.util
 import json
 import pathlib
@@ -23,6 +22,8 @@ import re
 import subprocess
 import tempfile
 import time
+
+from ninetoothed_ascend import host
 
 #: The SoC compiled for when none is named (Atlas A2, 192 KB of UB).
 DEFAULT_ARCH = "Ascend910B1"
@@ -131,10 +132,7 @@ class BiShengIRResult:
 def version():
     """The installed ``ascendnpu-ir`` version (``str``), or ``None`` when it is not installed."""
 
-    try:
-        return importlib.metadata.version("ascendnpu-ir")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return host.version(host.ASCENDNPU_IR)
 
 
 def missing():

@@ -1,7 +1,6 @@
 """Cache inspection and transport: ``ls``, ``info``, ``clear``, ``export``, ``import``, ``doctor``."""
 
 import datetime
-import importlib.metadata
 import json
 import os
 import pathlib
@@ -225,9 +224,9 @@ def doctor():
         click.echo(f"{name + ':':<22}{value}")
 
     line("python", f"{platform.python_version()} ({sys.executable})")
-    line("ninetoothed", _version("ninetoothed"))
+    line("ninetoothed", host.version("ninetoothed"))
 
-    line("torch", _version("torch"))
+    line("torch", host.version("torch"))
 
     import torch
 
@@ -287,10 +286,3 @@ def doctor():
     )
 
     sys.exit(1 if problems else 0)
-
-
-def _version(distribution):
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
