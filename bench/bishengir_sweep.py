@@ -63,8 +63,9 @@ def sweep(paths, stage, configs, kinds=KINDS, log=sys.stderr):
                     row["configs"] = [
                         {
                             "config": result.config,
-                            "seconds": result.seconds,
                             **dataclasses.asdict(result.bishengir),
+                            # after the BiShengIR fields, whose "seconds" is that stage's alone
+                            "seconds": result.seconds,
                         }
                         for result in results
                     ]
@@ -171,15 +172,16 @@ def main():
     ) as stage:
         rows = list(sweep(arguments.paths, stage, arguments.configs))
 
-    report = markdown(rows, header)
-
-    if arguments.markdown:
-        arguments.markdown.write_text(report)
-
+    # JSON first: a report that fails to format must not lose a sweep of many minutes.
     if arguments.json:
         arguments.json.write_text(
             json.dumps({"header": header, "rows": rows}, indent=1, default=str)
         )
+
+    report = markdown(rows, header)
+
+    if arguments.markdown:
+        arguments.markdown.write_text(report)
 
     print(report)
 
