@@ -151,15 +151,12 @@ def _function(
     numpy_dtype=False,
     upcast=True,
     boolean=False,
-    reexport=False,
-    refused="",
-    cuda_namesake=True,
+    **facts,
 ):
+    """An :class:`AscendFunction` with this :class:`Portable` meaning; ``facts`` are its other fields."""
+
     return AscendFunction(
-        Portable(arity, cuda, cpu, numpy, numpy_dtype, upcast, boolean),
-        reexport,
-        refused,
-        cuda_namesake,
+        Portable(arity, cuda, cpu, numpy, numpy_dtype, upcast, boolean), **facts
     )
 
 
