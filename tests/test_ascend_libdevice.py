@@ -1,10 +1,10 @@
 """Level 2: each function of triton-ascend 3.2.0's libdevice through its ttir and ttadapter stages.
 
-What the emulation's table (ninetoothed_ascend.jit.libdevice.LIBDEVICE)
-assumes about triton-ascend: that the functions exist and compile. The
-three that do not are strict xfails: a kernel that calls them through
-NineToothed's libdevice gets an NPU variant that triton-ascend 3.2.0
-refuses. Runs in the triton-ascend environment; no NPU is involved.
+What the libdevice table (ninetoothed_ascend.libdevice_table.ASCEND_FUNCTIONS)
+says about triton-ascend: that the functions with a portable meaning
+compile, but those it marks ``refused``, which are strict xfails (the
+NPU variant never calls them: RemapLibdevice maps around them). Runs in
+the triton-ascend environment; no NPU is involved.
 """
 
 import importlib.util
@@ -12,26 +12,14 @@ import importlib.util
 import pytest
 
 from ninetoothed_ascend.compile_check import StageError, compile_stages
-from ninetoothed_ascend.jit.libdevice import LIBDEVICE
+from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 pytestmark = pytest.mark.ascend
 
-#: Functions whose triton-ascend 3.2.0 body calls ``core.static_print`` without
-#: the builder (triton/language/extra/ascend/libdevice.py), so the frontend
-#: fails with "Did you forget to add @triton.jit ?".
-_BROKEN = {
-    "atan2": "triton-ascend 3.2.0's libdevice.atan2 fails in the frontend "
-    "(static_print without a builder); its message says to use math.atan2",
-    "div_rz": "triton-ascend 3.2.0's libdevice.div_rz is a static_assert(False) "
-    "stub whose static_print fails first",
-    "fmod": "triton-ascend 3.2.0's libdevice.fmod is a static_assert(False) stub "
-    "whose static_print fails first",
-}
-
 ELEMENTWISE = sorted(
     name
-    for name, function in LIBDEVICE.items()
-    if function is not None and name != "umulhi"
+    for name, function in ASCEND_FUNCTIONS.items()
+    if function.portable is not None and name != "umulhi"
 )
 
 KERNEL = """
@@ -74,15 +62,17 @@ def _kernel(tmp_path, name, arguments):
     [
         pytest.param(
             name,
-            marks=[pytest.mark.xfail(reason=_BROKEN[name], strict=True)]
-            if name in _BROKEN
+            marks=[
+                pytest.mark.xfail(reason=ASCEND_FUNCTIONS[name].refused, strict=True)
+            ]
+            if ASCEND_FUNCTIONS[name].refused
             else [],
         )
         for name in ELEMENTWISE
     ],
 )
 def test_ascend_libdevice_function_passes_ttir_and_ttadapter(tmp_path, name):
-    arity = LIBDEVICE[name].arity
+    arity = ASCEND_FUNCTIONS[name].portable.arity
     kernel, signature = _kernel(tmp_path, name, [f"a{index}" for index in range(arity)])
 
     linalg, _ = compile_stages(kernel, signature, {"BLOCK": 16})

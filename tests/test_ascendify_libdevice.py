@@ -11,14 +11,14 @@ import torch
 from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import RewriteError, run_pipeline
-from ninetoothed_ascend.ascendify.libdevice import (
+from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice, composite_function
+from ninetoothed_ascend.libdevice_table import (
+    ASCEND_FUNCTIONS,
     LIBDEVICE,
     Ascend,
     Composite,
     Core,
     NoEquivalent,
-    RemapLibdevice,
-    composite_function,
 )
 
 NINETOOTHED_IMPORTS = """
@@ -175,6 +175,20 @@ def test_table_covers_cuda_libdevice():
     assert functions - set(LIBDEVICE) == set()
 
 
+def test_every_cuda_namesake_is_in_cuda_libdevice():
+    """The CPU variant computes these CUDA functions; each must exist in CUDA Triton's libdevice."""
+
+    pytest.importorskip("triton.language.extra.cuda.libdevice")
+    namesakes = {
+        name
+        for name, function in ASCEND_FUNCTIONS.items()
+        if function.portable is not None and function.cuda_namesake
+    }
+
+    assert len(namesakes) > 30
+    assert namesakes - _cuda_libdevice_functions() == set()
+
+
 #: Composites of core ``tl`` only, with what torch computes for them.
 #: (Composites that call triton-ascend's libdevice are compile-checked below.)
 COMPOSITE_REFERENCES = {
@@ -300,10 +314,18 @@ def test_table_covers_ascend_libdevice():
     } - {"core", "math", "semantic", "ir"}
 
     assert len(functions) == 56
+    assert functions == set(ASCEND_FUNCTIONS)
     assert functions - set(LIBDEVICE) == set()
-    # Where the table prefers the core function, triton-ascend's libdevice
-    # holds that very function: the choice changes nothing in 3.2.
+    # The re-exports are the very functions of triton.language, and the
+    # table prefers the core function for them: the choice changes nothing
+    # in 3.2.
     core = importlib.import_module("triton.language")
+    reexports = {
+        name for name in functions if getattr(module, name) is getattr(core, name, None)
+    }
+    assert reexports == {
+        name for name, function in ASCEND_FUNCTIONS.items() if function.reexport
+    }
     for name, target in LIBDEVICE.items():
         if isinstance(target, Core) and target.name in functions:
             assert getattr(module, target.name) is getattr(core, target.name), name

@@ -16,40 +16,34 @@ from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import _import_variant
+from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
-#: triton-ascend 3.2.0's libdevice: its own 40 functions and the 16
-#: ``triton.language.math`` ones triton/triton_patch/testing.py attaches to it.
-ASCEND_LIBDEVICE = sorted(
-    "abs acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh "
-    "cyl_bessel_i0 div_rn div_rz erf erfinv exp exp2 expm1 fdiv flip floor fma "
-    "fmod gamma gather_out_to_ub hypot ilogb index_put index_select_simd isinf "
-    "isnan ldexp lgamma log log10 log1p log2 nearbyint nextafter pow reciprocal "
-    "relu round rsqrt set_element signbit sin sinh sqrt sqrt_rn tan tanh trunc "
-    "umulhi".split()
-)
+#: The portable meaning of each function of triton-ascend 3.2.0's libdevice.
+PORTABLE = {name: function.portable for name, function in ASCEND_FUNCTIONS.items()}
 
 INTRINSICS = ("gather_out_to_ub", "index_put", "index_select_simd", "set_element")
 
 MAPPED = sorted(
     name
-    for name, function in emulation.LIBDEVICE.items()
+    for name, function in PORTABLE.items()
     if function is not None and name != "umulhi"
 )
 
 
 def test_every_function_of_the_ascend_libdevice_has_an_entry():
-    assert sorted(emulation.LIBDEVICE) == ASCEND_LIBDEVICE
-    assert len(ASCEND_LIBDEVICE) == 56
-    assert {name for name, f in emulation.LIBDEVICE.items() if f is None} == {
+    # The names themselves are checked against triton-ascend 3.2.0's module
+    # in test_ascendify_libdevice.py::test_table_covers_ascend_libdevice.
+    assert len(PORTABLE) == 56
+    assert {name for name, f in PORTABLE.items() if f is None} == {
         *INTRINSICS,
         "flip",
     }
 
 
 def test_every_function_the_cpu_computes_with_numpy_has_a_numpy_meaning():
-    for name, function in emulation.LIBDEVICE.items():
-        if function is not None and function.cpu is None:
-            assert name in emulation.NUMPY_FUNCTIONS, name
+    for name, function in PORTABLE.items():
+        if function is not None:
+            assert (function.cpu is None) == callable(function.numpy), name
 
 
 NPU_CALL = """
@@ -70,7 +64,7 @@ def kernel(x, y):
 
 
 def npu_call(name, arity=None):
-    arity = arity or emulation.LIBDEVICE[name].arity
+    arity = arity or PORTABLE[name].arity
     arguments = ", ".join("xy"[index % 2] for index in range(arity))
 
     return NPU_CALL.format(name=name, arguments=arguments)
@@ -92,13 +86,13 @@ def test_cuda_mapping_calls_a_helper_over_cuda_libdevice_or_core_triton(name):
     body = definitions[f"ninetoothed_emulated_{name}"]
     assert "@triton.jit" in body
     expected = (
-        emulation.LIBDEVICE[name]
+        PORTABLE[name]
         .cuda.replace("L.", "ninetoothed_portable_libdevice.")
         .replace("tl.", "triton.language.")
     )
     assert ast.unparse(ast.parse(expected)) in body
 
-    if "L." in emulation.LIBDEVICE[name].cuda:
+    if "L." in PORTABLE[name].cuda:
         assert (
             "from triton.language.extra import libdevice as ninetoothed_portable_libdevice"
             in source
@@ -108,7 +102,7 @@ def test_cuda_mapping_calls_a_helper_over_cuda_libdevice_or_core_triton(name):
 @pytest.mark.parametrize("name", MAPPED)
 def test_cpu_mapping_calls_core_triton_or_numpy(name):
     source, _ = rewrite(emulation.EmulateLibdeviceOnCpu, npu_call(name))
-    function = emulation.LIBDEVICE[name]
+    function = PORTABLE[name]
 
     assert "extra.ascend" not in source and "extra.cann" not in source
     assert "ld." not in source
@@ -259,7 +253,7 @@ def kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def _kernel_source(name):
-    arguments = {1: "x", 2: "x, y", 3: "x, y, z"}[emulation.LIBDEVICE[name].arity]
+    arguments = {1: "x", 2: "x, y", 3: "x, y, z"}[PORTABLE[name].arity]
 
     return KERNEL.format(name=name, arguments=arguments)
 
@@ -477,14 +471,14 @@ def test_each_cuda_mapping_passes_cuda_tritons_frontend(
 ):
     """CUDA Triton 3.9's frontend (make_ir for sm_90, no GPU needed) accepts each CUDA helper."""
 
-    if dtype == "fp16" and not emulation.LIBDEVICE[name].upcast:
+    if dtype == "fp16" and not PORTABLE[name].upcast:
         pytest.skip("computed in the argument's own format; CUDA has no fp16 libdevice")
 
     ir_text = _cuda_make_ir(
         emulation.emulate(_kernel_source(name), "cuda").source, name, f"*{dtype}"
     )
 
-    if "L." in emulation.LIBDEVICE[name].cuda:
+    if "L." in PORTABLE[name].cuda:
         assert "__nv_" in ir_text
 
 

@@ -41,11 +41,7 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.libdevice import ASCEND_LIBDEVICE_MODULES
 from ninetoothed_ascend.jit import interpreter
-from ninetoothed_ascend.jit.libdevice import (  # noqa: F401 (re-exported)
-    LIBDEVICE,
-    NUMPY_FUNCTIONS,
-    MapLibdevice,
-)
+from ninetoothed_ascend.jit.libdevice import MapLibdevice
 
 #: Set to ``1`` to make CUDA and CPU tensors run the emulated NPU variant
 #: instead of the CUDA and CPU variants. Read when a handle first dispatches
@@ -77,12 +73,12 @@ class EmulateLibdeviceOnCuda(MapLibdevice):
     ``.ascend`` (:class:`~ninetoothed_ascend.ascendify.RemapLibdevice`),
     which exist only in triton-ascend. Each call ``libdevice.NAME(...)``
     becomes ``ninetoothed_emulated_NAME(...)``, a ``triton.jit`` helper that
-    computes :data:`~ninetoothed_ascend.jit.libdevice.LIBDEVICE`'s CUDA
-    expression, in fp32 when the function is ``upcast`` (triton-ascend has
-    fp16 variants, CUDA's libdevice fp32 and fp64 ones only), cast back to
-    the arguments' dtype. The Ascend import is removed and
-    ``from triton.language.extra import libdevice`` added under a name of
-    its own.
+    computes the CUDA expression of the function's portable meaning
+    (:attr:`~ninetoothed_ascend.libdevice_table.AscendFunction.portable`),
+    in fp32 when it is ``upcast`` (triton-ascend has fp16 variants, CUDA's
+    libdevice fp32 and fp64 ones only), cast back to the arguments' dtype.
+    The Ascend import is removed and ``from triton.language.extra import
+    libdevice`` added under a name of its own.
     """
 
     MODULES = ASCEND_LIBDEVICE_MODULES

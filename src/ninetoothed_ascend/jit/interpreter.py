@@ -22,7 +22,9 @@ from ninetoothed_ascend.ascendify.base import (
     keyword,
 )
 from ninetoothed_ascend.ascendify.imports import ImportStandardModules
+from ninetoothed_ascend.ascendify.libdevice import CUDA_LIBDEVICE_MODULES
 from ninetoothed_ascend.jit.libdevice import MapLibdevice
+from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 
 class InterpretLibdevice(MapLibdevice):
@@ -37,27 +39,25 @@ class InterpretLibdevice(MapLibdevice):
     is ``triton.language.extra.libdevice``.
 
     Each call ``libdevice.NAME(...)`` becomes ``ninetoothed_emulated_NAME(...)``,
-    a module-level helper with the same meaning
-    (:data:`~ninetoothed_ascend.jit.libdevice.LIBDEVICE`), for the functions
-    whose CUDA meaning and result dtype equal the table's
-    (:data:`CUDA_LIBDEVICE_FUNCTIONS`); any other libdevice call fails the
-    CPU variant with an error naming the function.
+    a module-level helper computing the portable meaning of triton-ascend's
+    function of that name, for the functions whose CUDA meaning and result
+    dtype are the same (:data:`CUDA_LIBDEVICE_FUNCTIONS`); any other
+    libdevice call fails the CPU variant with an error naming the function.
     """
 
-    MODULES = ("triton.language.extra", "triton.language.extra.cuda")
+    MODULES = tuple(module.rpartition(".")[0] for module in CUDA_LIBDEVICE_MODULES)
     DEVICE_TYPE = "cpu"
     DESCRIPTION = "CUDA Triton's libdevice"
     FUNCTIONS = frozenset(
-        "abs acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh "
-        "cyl_bessel_i0 div_rn div_rz erf erfinv exp exp2 expm1 floor fma fmod "
-        "hypot ldexp lgamma log log10 log1p log2 nearbyint nextafter pow round "
-        "rsqrt sin sinh sqrt sqrt_rn tan tanh trunc".split()
+        name
+        for name, function in ASCEND_FUNCTIONS.items()
+        if function.portable is not None and function.cuda_namesake
     )
 
 
-#: CUDA libdevice functions the CPU variant computes; CUDA's ``ilogb``,
-#: ``isinf``, ``isnan`` and ``signbit`` return ``int32`` where the table
-#: (triton-ascend's) returns floats and booleans, so they are not among them.
+#: CUDA libdevice functions the CPU variant computes: those of
+#: :data:`~ninetoothed_ascend.libdevice_table.ASCEND_FUNCTIONS` with a
+#: portable meaning and a CUDA namesake of that meaning.
 CUDA_LIBDEVICE_FUNCTIONS = InterpretLibdevice.FUNCTIONS
 
 

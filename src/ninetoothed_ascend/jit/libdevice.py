@@ -1,8 +1,9 @@
-"""Libdevice functions, with their meaning on a CUDA GPU and in Triton's interpreter.
+"""Libdevice functions computed on a CUDA GPU and in Triton's interpreter.
 
-triton-ascend 3.2.0's libdevice module has 56 functions (:data:`LIBDEVICE`).
 :class:`MapLibdevice` replaces calls to a libdevice module by module-level
-helpers ``ninetoothed_emulated_NAME`` that compute the same function with
+helpers ``ninetoothed_emulated_NAME`` that compute the portable meaning of
+triton-ascend 3.2.0's function of that name
+(:attr:`ninetoothed_ascend.libdevice_table.AscendFunction.portable`) with
 what the target has: CUDA Triton's libdevice and core ``triton.language``
 on a CUDA GPU; core ``triton.language`` and NumPy in Triton's interpreter,
 which runs no libdevice function at all (every one is an
@@ -15,14 +16,13 @@ Triton's.
 """
 
 import ast
-import dataclasses
 import functools
-import math
 import operator
 
 import numpy as np
 
 from ninetoothed_ascend.ascendify.base import Pass, RewriteError, insert_after_imports
+from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 _HELPER_PREFIX = "ninetoothed_emulated_"
 
@@ -33,210 +33,12 @@ _NUMPY_RUNTIME = "ninetoothed_numpy_elementwise"
 _NUMPY_RUNTIME_FLIP = "ninetoothed_numpy_flip"
 
 
-@dataclasses.dataclass(frozen=True)
-class LibdeviceFunction:
-    """How one libdevice function is computed where triton-ascend's libdevice does not exist.
-
-    :param arity: ``int``, the number of arguments.
-    :param cuda: ``str``, the helper's body on a CUDA GPU: an expression over
-        ``x0, x1, x2`` (the arguments, in fp32 when ``upcast``) and ``a0, a1,
-        a2`` (the arguments as passed), where ``L.`` is CUDA Triton's
-        libdevice and ``tl.`` is ``triton.language``.
-    :param cpu: ``str``, the same for the CPU, or ``None``: computed with
-        NumPy in fp64 by :func:`numpy_elementwise` (:data:`NUMPY_FUNCTIONS`).
-    :param upcast: ``bool``, compute in fp32 and cast the result back to the
-        arguments' dtype, as triton-ascend's fp16 and bf16 variants return
-        the input dtype and CUDA's libdevice takes fp32 and fp64 only.
-    :param boolean: ``bool``, the result is a predicate (``int1``).
-    """
-
-    arity: int
-    cuda: str
-    cpu: str | None = None
-    upcast: bool = True
-    boolean: bool = False
-
-
-def _libdevice(name, arity=1, portable=None, **kwargs):
-    arguments = ", ".join(f"x{index}" for index in range(arity))
-
-    return LibdeviceFunction(
-        arity, f"L.{portable or name}({arguments})", None, **kwargs
-    )
-
-
-def _core(expression, arity=1, **kwargs):
-    return LibdeviceFunction(arity, expression, expression, **kwargs)
-
-
-#: The 56 functions of triton-ascend 3.2.0's libdevice module (its own 40
-#: and the 16 ``triton.language.math`` functions that
-#: ``triton/triton_patch/testing.py`` attaches to it), by name.
-#: ``None``: an Ascend data-movement intrinsic without a portable meaning,
-#: which no helper stands for (a kernel that calls one cannot be emulated),
-#: or ``flip``, rewritten inline.
-LIBDEVICE = {
-    "abs": _core("tl.abs(a0)", upcast=False),
-    "acos": _libdevice("acos"),
-    "acosh": _libdevice("acosh"),
-    "asin": _libdevice("asin"),
-    "asinh": _libdevice("asinh"),
-    "atan": _libdevice("atan"),
-    # triton-ascend 3.2.0's own atan2 cannot be compiled (see docs); CUDA's
-    # meaning, atan2(y=arg0, x=arg1), is the one kernels are written for.
-    "atan2": _libdevice("atan2", 2),
-    "atanh": _libdevice("atanh"),
-    "ceil": _core("tl.math.ceil(x0)"),
-    "copysign": _libdevice("copysign", 2),
-    "cos": _core("tl.math.cos(x0)"),
-    "cosh": _libdevice("cosh"),
-    "cyl_bessel_i0": _libdevice("cyl_bessel_i0"),
-    "div_rn": _core("tl.math.div_rn(x0, x1)", 2),
-    # Rounding toward zero is a property of the result's format: no upcast.
-    "div_rz": _libdevice("div_rz", 2, upcast=False),
-    "erf": _core("tl.math.erf(x0)"),
-    "erfinv": _libdevice("erfinv"),
-    "exp": _core("tl.math.exp(x0)"),
-    "exp2": _core("tl.math.exp2(x0)"),
-    "expm1": _libdevice("expm1"),
-    "fdiv": _core("tl.math.fdiv(x0, x1)", 2),
-    "flip": None,  # inline: ``triton.language.flip`` on CUDA, :func:`numpy_flip` on the CPU
-    "floor": _core("tl.math.floor(x0)"),
-    "fma": _core("tl.math.fma(x0, x1, x2)", 3),
-    "fmod": _core("x0 % x1", 2),
-    "gamma": _libdevice("gamma", portable="tgamma"),
-    "gather_out_to_ub": None,
-    "hypot": _libdevice("hypot", 2),
-    # triton-ascend returns the exponent in the input's float dtype.
-    "ilogb": _libdevice("ilogb"),
-    "index_put": None,
-    "index_select_simd": None,
-    "isinf": LibdeviceFunction(1, "L.isinf(x0) != 0", boolean=True),
-    "isnan": LibdeviceFunction(1, "L.isnan(x0) != 0", boolean=True),
-    # triton-ascend's ldexp takes the exponent as a float of the same dtype.
-    "ldexp": LibdeviceFunction(2, "L.ldexp(x0, tl.cast(a1, tl.int32))"),
-    "lgamma": _libdevice("lgamma"),
-    "log": _core("tl.math.log(x0)"),
-    "log10": _libdevice("log10"),
-    "log1p": _libdevice("log1p"),
-    "log2": _core("tl.math.log2(x0)"),
-    "nearbyint": _libdevice("nearbyint"),
-    # The next float in the argument's own format: no upcast.
-    "nextafter": _libdevice("nextafter", 2, upcast=False),
-    "pow": _libdevice("pow", 2),
-    "reciprocal": _core("1.0 / x0"),
-    "relu": _core("tl.maximum(a0, 0.0)", upcast=False),
-    "round": _libdevice("round"),
-    "rsqrt": _core("tl.math.rsqrt(x0)"),
-    "set_element": None,
-    "signbit": LibdeviceFunction(1, "L.signbit(x0) != 0", boolean=True),
-    "sin": _core("tl.math.sin(x0)"),
-    "sinh": _libdevice("sinh"),
-    "sqrt": _core("tl.math.sqrt(x0)"),
-    "sqrt_rn": _core("tl.math.sqrt_rn(x0)"),
-    "tan": _libdevice("tan"),
-    "tanh": _libdevice("tanh"),
-    "trunc": _libdevice("trunc"),
-    "umulhi": _core("tl.math.umulhi(a0, a1)", 2, upcast=False),
-}
-
 _INTRINSIC_HINT = (
     "It is an Ascend data-movement intrinsic (Unified Buffer or indexed "
     "memory access) with no portable counterpart, so this kernel's NPU "
     "variant cannot be emulated; check it with `ninetoothed-ascend check` "
     "(the Ascend compile check) instead."
 )
-
-
-def _gamma(x):
-    def gamma(value):
-        try:
-            return math.gamma(value)
-        except ValueError:  # a pole: 0 or a negative integer
-            return math.nan
-        except OverflowError:
-            return math.inf
-
-    return np.vectorize(gamma, otypes=[np.float64])(x)
-
-
-def _torch(name):
-    def function(x):
-        import torch
-
-        return getattr(torch.special, name)(torch.from_numpy(x)).numpy()
-
-    return function
-
-
-def _ilogb(x):
-    # libdevice's conventions: FP_ILOGB0 and FP_ILOGBNAN are INT_MIN, inf gives INT_MAX.
-    _, exponent = np.frexp(x)
-    result = exponent.astype(np.float64) - 1
-    result = np.where(x == 0, -(2.0**31), result)
-    result = np.where(np.isinf(x), 2.0**31 - 1, result)
-
-    return np.where(np.isnan(x), -(2.0**31), result)
-
-
-def _round_half_away_from_zero(x):
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
-def _nextafter(x, y, dtype):
-    return np.nextafter(x.astype(dtype), y.astype(dtype))
-
-
-def _div_rz(x, y, dtype):
-    # The fp64 quotient of two narrower floats is exact enough to tell which
-    # way the nearest narrower float lies from the true quotient.
-    quotient = x / y
-    nearest = quotient.astype(dtype)
-
-    with np.errstate(invalid="ignore"):
-        too_far = np.abs(nearest.astype(np.float64)) > np.abs(quotient)
-
-    return np.where(too_far, np.nextafter(nearest, np.zeros_like(nearest)), nearest)
-
-
-#: NumPy meaning of each libdevice function that the CPU computes outside
-#: Triton: ``name -> function of fp64 arrays``; those in
-#: :data:`_IN_RESULT_DTYPE` also take the result's NumPy dtype.
-NUMPY_FUNCTIONS = {
-    "acos": np.arccos,
-    "acosh": np.arccosh,
-    "asin": np.arcsin,
-    "asinh": np.arcsinh,
-    "atan": np.arctan,
-    "atan2": np.arctan2,
-    "atanh": np.arctanh,
-    "copysign": np.copysign,
-    "cosh": np.cosh,
-    "cyl_bessel_i0": np.i0,
-    "div_rz": _div_rz,
-    "erfinv": _torch("erfinv"),
-    "expm1": np.expm1,
-    "gamma": _gamma,
-    "hypot": np.hypot,
-    "ilogb": _ilogb,
-    "isinf": np.isinf,
-    "isnan": np.isnan,
-    "ldexp": lambda x, exponent: np.ldexp(x, exponent.astype(np.int32)),
-    "lgamma": _torch("gammaln"),
-    "log10": np.log10,
-    "log1p": np.log1p,
-    "nearbyint": np.rint,
-    "nextafter": _nextafter,
-    "pow": np.power,
-    "round": _round_half_away_from_zero,
-    "signbit": np.signbit,
-    "sinh": np.sinh,
-    "tan": np.tan,
-    "tanh": np.tanh,
-    "trunc": np.trunc,
-}
-
-_IN_RESULT_DTYPE = {"nextafter", "div_rz"}
 
 
 def numpy_elementwise(name, *args):
@@ -249,7 +51,9 @@ def numpy_elementwise(name, *args):
     do; the function is computed in fp64 and the result cast to the promoted
     dtype (``int1`` for predicates).
 
-    :param name: ``str``, a key of :data:`NUMPY_FUNCTIONS`.
+    :param name: ``str``, a function of
+        :data:`~ninetoothed_ascend.libdevice_table.ASCEND_FUNCTIONS` whose
+        portable meaning is computed with NumPy.
     :param args: interpreter ``triton.language.tensor`` values or Python numbers.
     :return: ``triton.language.tensor`` of the broadcast shape.
     :raises NotImplementedError: ``nextafter`` or ``div_rz`` on a dtype NumPy lacks (bf16).
@@ -258,7 +62,8 @@ def numpy_elementwise(name, *args):
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
-    function = NUMPY_FUNCTIONS[name]
+    portable = ASCEND_FUNCTIONS[name].portable
+    function = portable.numpy
     like = functools.reduce(operator.add, args)
 
     if not isinstance(like, tl.tensor):
@@ -271,7 +76,7 @@ def numpy_elementwise(name, *args):
         )
     )
 
-    if name in _IN_RESULT_DTYPE:
+    if portable.numpy_dtype:
         dtype = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64}
         if like.dtype not in dtype:
             raise NotImplementedError(
@@ -282,7 +87,7 @@ def numpy_elementwise(name, *args):
     else:
         result = function(*arrays)
 
-    boolean = LIBDEVICE[name].boolean
+    boolean = portable.boolean
     element = tl.int1 if boolean else tl.float64
     data = np.ascontiguousarray(
         np.broadcast_to(result, like.handle.data.shape),
@@ -323,13 +128,14 @@ class MapLibdevice(Pass):
     :attr:`DEVICE_TYPE` (``"cuda"``: ``triton.jit`` helpers over CUDA
     Triton's libdevice and core ``triton.language``; ``"cpu"``: helpers
     over core ``triton.language`` and NumPy for Triton's interpreter) and
-    :attr:`FUNCTIONS` (the names of :data:`LIBDEVICE` they map; any other
-    call fails, naming the function).
+    :attr:`FUNCTIONS` (the names of
+    :data:`~ninetoothed_ascend.libdevice_table.ASCEND_FUNCTIONS` they map;
+    any other call fails, naming the function).
     """
 
     MODULES = ()
     DEVICE_TYPE = None
-    FUNCTIONS = frozenset(LIBDEVICE)
+    FUNCTIONS = frozenset(ASCEND_FUNCTIONS)
     DESCRIPTION = "libdevice"
 
     def run(self, tree):
@@ -353,7 +159,7 @@ class MapLibdevice(Pass):
                 f"`{name}` is not a function of {self.DESCRIPTION} that "
                 f"ninetoothed-ascend can run on {self.DEVICE_TYPE}.",
                 f"Use one of {', '.join(sorted(self.FUNCTIONS))}, or add its "
-                "meaning to ninetoothed_ascend.jit.libdevice.LIBDEVICE.",
+                "meaning to ninetoothed_ascend.libdevice_table.ASCEND_FUNCTIONS.",
             )
 
         if node.keywords:
@@ -367,7 +173,7 @@ class MapLibdevice(Pass):
         if function_name == "flip":
             return ast.copy_location(self.flip(node.args), node)
 
-        function = LIBDEVICE[function_name]
+        function = ASCEND_FUNCTIONS[function_name].portable
 
         if function is None:
             raise RewriteError(
