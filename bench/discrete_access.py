@@ -19,7 +19,10 @@ included) divided by the elements of one program's tiles (the product of the
 config's block sizes), with BiShengIR's outcome where it is not ``hivmc``
 (the furthest a machine without CANN gets).
 
-    python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends]
+``before`` is compiled only where it differs from ``after`` (a flag the
+launch sets ``True``); elsewhere the row repeats ``after``.
+
+    python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends] [--contiguous]
 """
 
 import argparse
@@ -37,7 +40,12 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatte
 
 
 def measure(linalg, elements, bishengir):
-    """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output."""
+    """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output.
+
+    ``elements``: those of one program's tiles, or ``None`` where the
+    kernel's block sizes are not autotuned (constants of its arrangement):
+    then the planned UB bytes of one program, marked ``B``.
+    """
 
     discrete = linalg.count("DiscreteMemAccess")
 
@@ -49,7 +57,11 @@ def measure(linalg, elements, bishengir):
     if result.planned_ub_bytes is None:
         return discrete, result.outcome
 
-    per_element = f"{result.planned_ub_bytes / elements:.1f}"
+    per_element = (
+        f"{result.planned_ub_bytes} B"
+        if elements is None
+        else f"{result.planned_ub_bytes / elements:.1f}"
+    )
 
     if result.outcome != "hivmc":
         per_element += f" ({result.outcome})"
@@ -67,6 +79,11 @@ def main():
         choices=("all", "ends"),
         default="all",
         help="every autotune config, or the smallest and the largest",
+    )
+    parser.add_argument(
+        "--contiguous",
+        action="store_true",
+        help="only the cases whose input tensors are all contiguous",
     )
     arguments = parser.parse_args()
     bishengir = None
@@ -95,6 +112,14 @@ def main():
 
             for case in examples.cases(module):
                 inputs = module.inputs("cpu", dtype, **case)
+
+                if arguments.contiguous and not all(
+                    tensor.is_contiguous()
+                    for tensor in inputs
+                    if isinstance(tensor, torch.Tensor)
+                ):
+                    continue
+
                 kernel, calls = compile_check.launch_arguments(
                     module.kernel.module("npu"),
                     module.kernel,
@@ -120,16 +145,18 @@ def main():
                     }
                     # NineToothed passes a launch-sized block twice, as given and
                     # rounded up to a power of two; the tile has the latter.
-                    elements = math.prod(
+                    blocks = [
                         value
                         for name, value in config.items()
-                        if isinstance(value, int)
+                        if name not in flags
+                        and isinstance(value, int)
                         and (
                             "next_power_of_2" in name
                             or f"ninetoothed_next_power_of_2_prefix_{name}"
                             not in constants
                         )
-                    )
+                    ]
+                    elements = math.prod(blocks) if blocks else None
                     before = constants | dict.fromkeys(flags, False)
                     rows = [
                         measure(
@@ -139,8 +166,13 @@ def main():
                             elements,
                             bishengir,
                         )
-                        for values in (before, constants)
+                        for values in (
+                            (before, constants) if any(flags.values()) else (constants,)
+                        )
                     ]
+
+                    if len(rows) == 1:
+                        rows *= 2
                     print(
                         f"| {path.stem} | {_case(case)} | {dtype_name} | {shown} "
                         f"| {sum(flags.values())}/{len(flags)} "
