@@ -26,6 +26,7 @@ launch sets ``True``); elsewhere the row repeats ``after``.
 """
 
 import argparse
+import ast
 import datetime
 import importlib.metadata
 import math
@@ -35,6 +36,7 @@ import torch
 
 from ninetoothed_ascend import compile_check, examples
 from ninetoothed_ascend.ascendify.flat_access import FLAG_PREFIX
+from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
 
@@ -42,9 +44,9 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatte
 def measure(linalg, elements, bishengir):
     """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output.
 
-    ``elements``: those of one program's tiles, or ``None`` where the
-    kernel's block sizes are not autotuned (constants of its arrangement):
-    then the planned UB bytes of one program, marked ``B``.
+    ``elements``: the product of the autotuned block sizes, or ``None``
+    where the kernel has none (constants of its arrangement): then the
+    planned UB bytes of one program, marked ``B``.
     """
 
     discrete = linalg.count("DiscreteMemAccess")
@@ -120,6 +122,14 @@ def main():
                 ):
                     continue
 
+                tuned = {
+                    name
+                    for _, configs in kernel_configs(
+                        ast.parse(module.kernel.source("npu"))
+                    )
+                    for config in configs
+                    for name in config
+                }
                 kernel, calls = compile_check.launch_arguments(
                     module.kernel.module("npu"),
                     module.kernel,
@@ -148,13 +158,9 @@ def main():
                     blocks = [
                         value
                         for name, value in config.items()
-                        if name not in flags
-                        and isinstance(value, int)
-                        and (
-                            "next_power_of_2" in name
-                            or f"ninetoothed_next_power_of_2_prefix_{name}"
-                            not in constants
-                        )
+                        if (name in tuned or "next_power_of_2" in name)
+                        and f"ninetoothed_next_power_of_2_prefix_{name}"
+                        not in constants
                     ]
                     elements = math.prod(blocks) if blocks else None
                     before = constants | dict.fromkeys(flags, False)
