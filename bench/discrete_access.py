@@ -19,10 +19,14 @@ included) divided by the elements of one program's tiles (the product of the
 config's block sizes), with BiShengIR's outcome where it is not ``hivmc``
 (the furthest a machine without CANN gets).
 
-    python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends]
+``before`` is compiled only where it differs from ``after`` (a flag the
+launch sets ``True``); elsewhere the row repeats ``after``.
+
+    python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends] [--contiguous]
 """
 
 import argparse
+import ast
 import datetime
 import importlib.metadata
 import math
@@ -32,12 +36,18 @@ import torch
 
 from ninetoothed_ascend import compile_check, examples
 from ninetoothed_ascend.ascendify.flat_access import FLAG_PREFIX
+from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
 
 
 def measure(linalg, elements, bishengir):
-    """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output."""
+    """``(DiscreteMemAccess count, UB bytes per element or None)`` of one ``ttadapter`` output.
+
+    ``elements``: the product of the autotuned block sizes, or ``None``
+    where the kernel has none (constants of its arrangement): then the
+    planned UB bytes of one program, marked ``B``.
+    """
 
     discrete = linalg.count("DiscreteMemAccess")
 
@@ -49,7 +59,11 @@ def measure(linalg, elements, bishengir):
     if result.planned_ub_bytes is None:
         return discrete, result.outcome
 
-    per_element = f"{result.planned_ub_bytes / elements:.1f}"
+    per_element = (
+        f"{result.planned_ub_bytes} B"
+        if elements is None
+        else f"{result.planned_ub_bytes / elements:.1f}"
+    )
 
     if result.outcome != "hivmc":
         per_element += f" ({result.outcome})"
@@ -67,6 +81,11 @@ def main():
         choices=("all", "ends"),
         default="all",
         help="every autotune config, or the smallest and the largest",
+    )
+    parser.add_argument(
+        "--contiguous",
+        action="store_true",
+        help="only the cases whose input tensors are all contiguous",
     )
     arguments = parser.parse_args()
     bishengir = None
@@ -95,6 +114,22 @@ def main():
 
             for case in examples.cases(module):
                 inputs = module.inputs("cpu", dtype, **case)
+
+                if arguments.contiguous and not all(
+                    tensor.is_contiguous()
+                    for tensor in inputs
+                    if isinstance(tensor, torch.Tensor)
+                ):
+                    continue
+
+                tuned = {
+                    name
+                    for _, configs in kernel_configs(
+                        ast.parse(module.kernel.source("npu"))
+                    )
+                    for config in configs
+                    for name in config
+                }
                 kernel, calls = compile_check.launch_arguments(
                     module.kernel.module("npu"),
                     module.kernel,
@@ -120,16 +155,14 @@ def main():
                     }
                     # NineToothed passes a launch-sized block twice, as given and
                     # rounded up to a power of two; the tile has the latter.
-                    elements = math.prod(
+                    blocks = [
                         value
                         for name, value in config.items()
-                        if isinstance(value, int)
-                        and (
-                            "next_power_of_2" in name
-                            or f"ninetoothed_next_power_of_2_prefix_{name}"
-                            not in constants
-                        )
-                    )
+                        if (name in tuned or "next_power_of_2" in name)
+                        and f"ninetoothed_next_power_of_2_prefix_{name}"
+                        not in constants
+                    ]
+                    elements = math.prod(blocks) if blocks else None
                     before = constants | dict.fromkeys(flags, False)
                     rows = [
                         measure(
@@ -139,8 +172,13 @@ def main():
                             elements,
                             bishengir,
                         )
-                        for values in (before, constants)
+                        for values in (
+                            (before, constants) if any(flags.values()) else (constants,)
+                        )
                     ]
+
+                    if len(rows) == 1:
+                        rows *= 2
                     print(
                         f"| {path.stem} | {_case(case)} | {dtype_name} | {shown} "
                         f"| {sum(flags.values())}/{len(flags)} "

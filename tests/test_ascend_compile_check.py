@@ -127,6 +127,21 @@ def test_flattened_contiguous_launches_have_no_scalar_accesses(name):
     assert first.linalg.count("DiscreteMemAccess") > 0
 
 
+@pytest.mark.parametrize("name", ["avg_pool2d", "max_pool2d", "max_pool2d_fixed"])
+def test_pooling_contiguous_launches_keep_only_the_window_gather(name):
+    """ContiguousFlatAccess on a pooling store: one DMA per tile; the window load stays a scalar loop (flat_access.WINDOW)."""
+
+    module = shared_example(name)
+
+    for result in check_variant(
+        module.kernel, module.launch, *module.inputs("cpu", torch.float16)
+    ):
+        # The load's loop yields the gathered tile; a scalar store would mark
+        # the ``tensor.extract`` of each element instead.
+        assert result.linalg.count("DiscreteMemAccess") == 1, result.config
+        assert "scf.yield {DiscreteMemAccess}" in result.linalg, result.config
+
+
 def _whole_tile_ands(monkeypatch, pipeline):
     # The first config of conv2d (fp16), compiled as its launch compiles it.
     monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)

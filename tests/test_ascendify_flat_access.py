@@ -9,6 +9,7 @@ from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
 from ninetoothed_ascend.ascendify.flat_access import (
     COLLAPSES,
     FLAG_PREFIX,
+    WINDOW,
     scalar_accesses,
 )
 
@@ -130,3 +131,79 @@ def test_fires_on_the_flattened_examples_and_not_on_the_row_examples():
         rewrite(shared_example("flat_sigmoid").kernel.source("cuda")).rewrites
     ) == {"ContiguousFlatAccess": 2}
     assert rewrite(shared_example("add").kernel.source("cuda")).rewrites == ()
+
+
+#: A pooling store, as NineToothed writes ``output.tile((1, 1)).ravel().flatten().tile((B, -1))``:
+#: divisors ``s - 1 + 1``, and each digit plus the index of a size-1 tile level (``j = i % 1``).
+POOLED = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(y_pointer, y_size_0, y_size_1, y_stride_0, y_stride_1, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    j = i % 1
+    tl.store(y_pointer + (((i * BLOCK + tl.arange(0, BLOCK)) // (y_size_1 - 1 + 1) + j) * y_stride_0 + ((i * BLOCK + tl.arange(0, BLOCK)) % (y_size_1 - 1 + 1) + j % 1) * y_stride_1), 0.0, mask=(i >= 0) & (i * BLOCK + tl.arange(0, BLOCK) < (y_size_0 - 1 + 1) * (y_size_1 - 1 + 1)) & ((i * BLOCK + tl.arange(0, BLOCK)) // (y_size_1 - 1 + 1) < y_size_0 - 1 + 1) & ((i * BLOCK + tl.arange(0, BLOCK)) // (y_size_1 - 1 + 1) + j < y_size_0) & ((i * BLOCK + tl.arange(0, BLOCK)) % (y_size_1 - 1 + 1) + j % 1 >= 0))
+
+def launch_kernel(y):
+    kernel[(1,)](y, y.size(0), y.size(1), y.stride(0), y.stride(1))
+"""
+
+
+def _store(source):
+    (store,) = [
+        node
+        for node in ast.walk(kernel_of(source))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.store"
+    ]
+
+    return store
+
+
+def test_digits_plus_a_per_program_offset_and_size_expressions_get_the_fast_path():
+    rewritten = rewrite(POOLED)
+
+    assert rewritten.rewrites == (("ContiguousFlatAccess", 1),)
+    store = _store(rewritten.source)
+    # ``j`` is ``i % 1``: 0 for every program, so the fast path leaves it out.
+    assert ast.unparse(store.args[0].right.body) == (
+        "(i * BLOCK + tl.arange(0, BLOCK)) * y_stride_1"
+    )
+    mask = store.keywords[0].value
+    assert ast.unparse(mask.body) == (
+        "(i >= 0) & (i * BLOCK + tl.arange(0, BLOCK) < (y_size_0 - 1 + 1) * (y_size_1 - 1 + 1))"
+    )
+
+
+def test_an_offset_that_is_not_zero_stays_in_the_fast_path_and_its_bounds_in_the_mask():
+    source = POOLED.replace("j = i % 1", "j = i % 2")
+    store = _store(rewrite(source).source)
+
+    # ``j % 1`` is still 0.
+    assert ast.unparse(store.args[0].right.body) == (
+        "(i * BLOCK + tl.arange(0, BLOCK)) * y_stride_1 + j * y_stride_0"
+    )
+    fast_mask = ast.unparse(store.keywords[0].value.body)
+    assert "+ j < y_size_0" in fast_mask
+    assert "< y_size_0 - 1 + 1)" not in fast_mask
+
+
+def test_a_digit_bound_by_something_other_than_its_size_is_kept():
+    source = POOLED.replace(
+        "(y_size_1 - 1 + 1) < y_size_0 - 1 + 1)", "(y_size_1 - 1 + 1) < y_size_0 - 1)"
+    )
+
+    assert "< y_size_0 - 1)" in ast.unparse(
+        _store(rewrite(source).source).keywords[0].value.body
+    )
+
+
+def test_pooling_stores_get_the_fast_path_and_their_windows_are_reported():
+    for name in ("max_pool2d", "avg_pool2d", "max_pool2d_fixed"):
+        source = shared_example(name).kernel.source("cuda")
+
+        assert rewrite(source).rewrites == (("ContiguousFlatAccess", 1),), name
+        assert scalar_accesses(source) == [(name, "load", WINDOW)], name
+
+    conv2d = shared_example("conv2d").kernel.source("cuda")
+    assert scalar_accesses(conv2d) == [("conv2d", "load", WINDOW)]

@@ -202,3 +202,27 @@ def test_flattened_npu_variant_takes_the_path_its_layout_allows(layout):
     assert_matches(
         module, module.launch(launch, input, other), input * other, torch.float32
     )
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "max_pool2d_fixed"])
+def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(name):
+    """ContiguousFlatAccess on a pooling store: the affine path (contiguous output) and the general one (transposed output) both match torch, for a contiguous and a strided input."""
+
+    module = shared_example(name)
+    (input,) = module.inputs("cpu", torch.float32)
+    expected = module.reference(input)
+    launch = module.kernel.emulated("cpu")
+    collapses = launch.__globals__["ninetoothed_ascend_collapses"]
+    contiguous = torch.empty_like(expected)
+    batch, channels, height, width = expected.shape
+    transposed = torch.empty(batch, channels, width, height).transpose(2, 3)
+
+    assert collapses(contiguous.shape, contiguous.stride())
+    assert not collapses(transposed.shape, transposed.stride())
+
+    for output in (contiguous, transposed):
+        launch(input, output)
+        assert_matches(module, output, expected, torch.float32)
+
+    strided = input.transpose(2, 3).contiguous().transpose(2, 3)
+    assert_matches(module, module.launch(launch, strided), expected, torch.float32)

@@ -3,6 +3,7 @@
 import ast
 import dataclasses
 import itertools
+import math
 
 from ninetoothed_ascend.ascendify.base import (
     Pass,
@@ -30,6 +31,12 @@ def {COLLAPSES}(sizes, strides):
 
     return True
 '''
+
+#: Why :func:`scalar_accesses` keeps a sliding-window access a gather.
+WINDOW = (
+    "sliding window: one dimension indexed by a digit of the tile's rows plus "
+    "a digit of its window lanes (pooling, im2col), affine in arange for no layout"
+)
 
 #: Prefix of the constexpr parameter that selects the fast path of one flattened access.
 FLAG_PREFIX = "ninetoothed_ascend_flat_affine_"
@@ -66,13 +73,20 @@ class ContiguousFlatAccess(Pass):
     them out: ``mask=A if FLAG else <the mask>``.
 
     Matched by structure: in a ``load``/``store`` pointer, the summands
-    ``X * t`` whose ``X`` is ``L`` under one or more ``//``/``%`` by products
-    of kernel parameters, ``L`` holding ``arange``, grouped by ``L``; the
-    launch passes ``T.stride(k)`` for each ``t`` and ``T.size(k)`` for the
+    ``X * t`` whose ``X`` is ``L`` under one or more ``//``/``%`` by integer
+    arithmetic of kernel parameters (``(s1 - 1 + 1) * s2``), plus any
+    summands free of ``arange`` (the index of an outer tile level, one per
+    program: pooling outputs tiled ``(1, 1, 1, 1)`` then ``(B, -1)`` add
+    ``pid % 1``), ``L`` holding ``arange``, grouped by ``L``; the launch
+    passes ``T.stride(k)`` for each ``t`` and ``T.size(k)`` for the
     divisors. The group is rewritten only when its terms, evaluated on every
     index of every size tuple in ``{1, 2, 3}`` per dimension, are exactly the
-    digits (so an address through an index tensor, a permutation or any
-    other non-digit form is left as it is: see :func:`scalar_accesses`).
+    digits (so an address through an index tensor, a permutation, a sliding
+    window or any other non-digit form is left as it is: see
+    :func:`scalar_accesses`). The fast path adds the offsets times their
+    strides, leaving out those that are 0 for every integer (``x % 1``, and
+    names assigned once to such an expression), and leaves out a digit's
+    bounds (``D + offsets < s_k``, ``>= 0``) only where those offsets are 0.
     """
 
     def run(self, tree):
@@ -98,6 +112,7 @@ class ContiguousFlatAccess(Pass):
     def _rewrite_kernel(self, kernel, launch_call):
         parameters = [argument.arg for argument in kernel.args.args]
         arguments = dict(zip(parameters, launch_call.args))
+        zeros = _zero_names(kernel)
 
         for call in ast.walk(kernel):
             if not (
@@ -111,9 +126,9 @@ class ContiguousFlatAccess(Pass):
                 mask = keyword(call, "mask")
 
                 if mask is not None:
-                    mask.value = _drop_digit_bounds(mask.value, group, flag)
+                    mask.value = _drop_digit_bounds(mask.value, group, flag, zeros)
 
-                call.args[0] = _replace_group(call.args[0], group, flag)
+                call.args[0] = _replace_group(call.args[0], group, flag, zeros)
                 self.rewrote()
 
     def _flag(self, kernel, launch_call, group):
@@ -152,6 +167,9 @@ class DigitGroup:
 
     :param flat_index: ``ast`` expression ``L``.
     :param terms: the ``X * t`` summands (``ast.BinOp``), outermost dimension first.
+    :param digits: each term's digit, the ``//``/``%`` chain over ``L`` in its ``X``.
+    :param offsets: each term's other summands of ``X`` (``list`` of ``ast``
+        expressions free of ``arange``: one index per program).
     :param strides: the stride parameter names ``t``, in the same order.
     :param size_arguments: the launch's ``T.size(k)`` expressions, same order.
     :param stride_arguments: the launch's ``T.stride(k)`` expressions, same order.
@@ -160,6 +178,8 @@ class DigitGroup:
 
     flat_index: ast.expr
     terms: list
+    digits: list
+    offsets: list
     strides: list
     size_arguments: list
     stride_arguments: list
@@ -185,16 +205,13 @@ def digit_groups(owner, pointer, arguments):
         digit = _digit_term(owner, term, arguments)
 
         if digit is not None:
-            flat_index, stride = digit
-            candidates.setdefault(ast.dump(flat_index), []).append(
-                (term, flat_index, stride)
-            )
+            candidates.setdefault(ast.dump(digit.flat_index), []).append(digit)
 
     for members in candidates.values():
         if len(members) < 2:
             continue
 
-        strides = [stride for _, _, stride in members]
+        strides = [member.stride for member in members]
         stride_arguments = [arguments[stride] for stride in strides]
         size_arguments = [_size_of(argument) for argument in stride_arguments]
         size_parameters = [
@@ -205,8 +222,10 @@ def digit_groups(owner, pointer, arguments):
             continue
 
         group = DigitGroup(
-            members[0][1],
-            [term for term, _, _ in members],
+            members[0].flat_index,
+            [member.term for member in members],
+            [member.digit for member in members],
+            [member.offsets for member in members],
             strides,
             size_arguments,
             stride_arguments,
@@ -273,6 +292,8 @@ def scalar_accesses(source):
                 found.append(
                     (kernel.name, kind, "address read from a loaded tensor (an index)")
                 )
+            elif any(_is_window(owner, term) for term in _summands(pointer)):
+                found.append((kernel.name, kind, WINDOW))
             elif any(
                 isinstance(node, ast.BinOp)
                 and isinstance(node.op, (ast.FloorDiv, ast.Mod))
@@ -309,6 +330,29 @@ def _is_block_load(owner, node):
     )
 
 
+def _is_window(owner, term):
+    """Whether ``term`` (``X * t``) indexes one dimension with ``//``/``%`` of ``arange`` along two tile axes.
+
+    A sliding window (pooling, im2col): the dimension's index is a digit of
+    the tile's row index plus a digit of its column (window) index.
+    """
+
+    if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult)):
+        return False
+
+    axes = {
+        ast.dump(node.slice)
+        for node in ast.walk(term.left)
+        if isinstance(node, ast.Subscript)
+        and owner.is_call_to(node.value, "triton.language.arange")
+    }
+
+    return len(axes) > 1 and any(
+        isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+        for node in ast.walk(term.left)
+    )
+
+
 def _in_digit_group(owner, node, pointer):
     for term in _summands(pointer):
         if any(inner is node for inner in ast.walk(term)):
@@ -342,8 +386,22 @@ def _summands(node):
     return _operands(node, ast.Add)
 
 
+@dataclasses.dataclass
+class _DigitTerm:
+    term: ast.BinOp
+    flat_index: ast.expr
+    digit: ast.expr
+    offsets: list
+    stride: str
+
+
 def _digit_term(owner, term, arguments):
-    """``(L, stride name)`` when ``term`` is ``X * t`` with ``X`` a ``//``/``%`` chain over ``L``, else ``None``."""
+    """A :class:`_DigitTerm` when ``term`` is ``(D + o ...) * t``, ``D`` a ``//``/``%`` chain over ``L`` and the ``o`` free of ``arange``, else ``None``.
+
+    NineToothed adds the index of an outer tile level to each digit
+    (``index_1 % 1`` where ``tile((B, -1))`` leaves a level of size 1): a
+    scalar per program, which keeps the sum affine.
+    """
 
     if not (
         isinstance(term, ast.BinOp)
@@ -353,12 +411,21 @@ def _digit_term(owner, term, arguments):
     ):
         return None
 
-    digit, steps = term.left, 0
+    varying = []
+    offsets = []
+
+    for summand in _summands(term.left):
+        (varying if _holds_arange(owner, summand) else offsets).append(summand)
+
+    if len(varying) != 1:
+        return None
+
+    digit, steps = varying[0], 0
 
     while isinstance(digit, ast.BinOp) and isinstance(
         digit.op, (ast.FloorDiv, ast.Mod)
     ):
-        if not _is_product_of_names(digit.right):
+        if not _is_size_expression(digit.right):
             return None
 
         digit, steps = digit.left, steps + 1
@@ -366,18 +433,83 @@ def _digit_term(owner, term, arguments):
     if steps == 0 or not _holds_arange(owner, digit):
         return None
 
-    return digit, term.right.id
+    return _DigitTerm(term, digit, varying[0], offsets, term.right.id)
 
 
-def _is_product_of_names(node):
+def _is_size_expression(node):
+    """Integer arithmetic of names and constants, as NineToothed writes a divisor (``(s1 - 1 + 1) * s2``)."""
+
     if isinstance(node, ast.Name):
         return True
 
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int)
+
     return (
         isinstance(node, ast.BinOp)
-        and isinstance(node.op, ast.Mult)
-        and _is_product_of_names(node.left)
-        and _is_product_of_names(node.right)
+        and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv))
+        and _is_size_expression(node.left)
+        and _is_size_expression(node.right)
+    )
+
+
+def _zero_names(kernel):
+    """The names a kernel assigns once, to an expression that is 0 for every integer (``pid % 1``)."""
+
+    assigned = {}
+
+    for node in ast.walk(kernel):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(
+                            node.value if isinstance(node, ast.Assign) else None
+                        )
+
+    zeros = set()
+    changed = True
+
+    while changed:
+        changed = False
+
+        for name, values in assigned.items():
+            if (
+                name not in zeros
+                and len(values) == 1
+                and values[0] is not None
+                and _is_zero(values[0], zeros)
+            ):
+                zeros.add(name)
+                changed = True
+
+    return zeros
+
+
+def _is_zero(node, zeros):
+    if isinstance(node, ast.Constant):
+        return node.value == 0 and not isinstance(node.value, bool)
+
+    if isinstance(node, ast.Name):
+        return node.id in zeros
+
+    if not isinstance(node, ast.BinOp):
+        return False
+
+    if isinstance(node.op, ast.Mod):
+        return (
+            isinstance(node.right, ast.Constant)
+            and node.right.value == 1
+            or _is_zero(node.left, zeros)
+        )
+
+    if isinstance(node.op, ast.Mult):
+        return _is_zero(node.left, zeros) or _is_zero(node.right, zeros)
+
+    return isinstance(node.op, (ast.Add, ast.Sub)) and (
+        _is_zero(node.left, zeros) and _is_zero(node.right, zeros)
     )
 
 
@@ -426,21 +558,16 @@ def _are_digits(group, size_parameters):
     """
 
     flat = ast.Name("ninetoothed_ascend_flat_index", ast.Load())
-    digits = []
+    digits = [
+        _compiled(_substitute(digit, group.flat_index, flat), size_parameters, flat.id)
+        for digit in group.digits
+    ]
 
-    for term in group.terms:
-        expression = _substitute(term.left, group.flat_index, flat)
-        names = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+    if None in digits:
+        return False
 
-        if not names <= set(size_parameters) | {flat.id}:
-            return False
-
-        digits.append(
-            compile(ast.fix_missing_locations(ast.Expression(expression)), "", "eval")
-        )
-
-    for sizes in itertools.product((1, 2, 3), repeat=len(size_parameters)):
-        scope = dict(zip(size_parameters, sizes))
+    for scope in _size_scopes(size_parameters):
+        sizes = [scope[name] for name in size_parameters]
         weights = [1] * len(sizes)
 
         for k in range(len(sizes) - 2, -1, -1):
@@ -458,6 +585,33 @@ def _are_digits(group, size_parameters):
     return True
 
 
+def _compiled(expression, size_parameters, *names):
+    """``expression`` compiled for ``eval``, or ``None`` where it reads a name other than the sizes and ``names``."""
+
+    read = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+
+    if not read <= set(size_parameters) | set(names):
+        return None
+
+    return compile(ast.fix_missing_locations(ast.Expression(expression)), "", "eval")
+
+
+def _size_scopes(size_parameters):
+    for sizes in itertools.product((1, 2, 3), repeat=len(size_parameters)):
+        yield dict(zip(size_parameters, sizes))
+
+
+def _equals_on_sizes(expression, expected, size_parameters):
+    """Whether ``expression`` (``ast``) equals ``expected(sizes)`` for every tuple of sizes in ``{1, 2, 3}``."""
+
+    compiled = _compiled(expression, size_parameters)
+
+    return compiled is not None and all(
+        eval(compiled, {}, scope) == expected([scope[name] for name in size_parameters])
+        for scope in _size_scopes(size_parameters)
+    )
+
+
 def _substitute(node, old, new):
     wanted = ast.dump(old)
 
@@ -471,16 +625,20 @@ def _substitute(node, old, new):
     return Replace().visit(_copy(node))
 
 
-def _drop_digit_bounds(mask, group, flag):
-    """``kept if flag else mask`` where ``mask`` bounds ``L``, ``kept`` being ``mask`` less its digit bounds."""
+def _drop_digit_bounds(mask, group, flag, zeros):
+    """``kept if flag else mask`` where ``mask`` bounds ``L``, ``kept`` being ``mask`` less its digit bounds.
+
+    A digit bound is ``D < s_k`` or ``D >= 0`` for a digit ``D`` of the
+    group (plus offsets that are 0 for every program, ``zeros``), ``s_k``
+    equal to the digit's size: for ``0 <= L < s0 * s1 * ...`` every digit
+    is within its size.
+    """
 
     terms = list(_conjuncts(mask))
-    digits = {ast.dump(term.left) for term in group.terms}
+    digits = {ast.dump(digit): k for k, digit in enumerate(group.digits)}
     flat_index = ast.dump(group.flat_index)
     parts = {ast.dump(node) for node in ast.walk(group.flat_index)}
-    sizes = sorted(
-        ast.dump(ast.Name(name, ast.Load())) for name in group.size_parameters
-    )
+    sizes = group.size_parameters
 
     def is_bound(term, operator):
         return (
@@ -489,28 +647,40 @@ def _drop_digit_bounds(mask, group, flag):
             and isinstance(term.ops[0], operator)
         )
 
+    def is_zero_constant(node):
+        return isinstance(node, ast.Constant) and node.value == 0
+
+    def is_digit_bound(term):
+        if not (is_bound(term, ast.Lt) or is_bound(term, ast.GtE)):
+            return False
+
+        varying = [
+            summand for summand in _summands(term.left) if not _is_zero(summand, zeros)
+        ]
+
+        if len(varying) != 1 or ast.dump(varying[0]) not in digits:
+            return False
+
+        k = digits[ast.dump(varying[0])]
+
+        if is_bound(term, ast.GtE):
+            return is_zero_constant(term.comparators[0])
+
+        return _equals_on_sizes(term.comparators[0], lambda sizes: sizes[k], sizes)
+
     upper = any(
         is_bound(term, ast.Lt)
         and ast.dump(term.left) == flat_index
-        and sorted(ast.dump(name) for name in _product_factors(term.comparators[0]))
-        == sizes
+        and _equals_on_sizes(term.comparators[0], math.prod, sizes)
         for term in terms
     )
     lower = any(
         is_bound(term, ast.GtE)
         and ast.dump(term.left) in parts
-        and isinstance(term.comparators[0], ast.Constant)
-        and term.comparators[0].value == 0
+        and is_zero_constant(term.comparators[0])
         for term in terms
     )
-    kept = [
-        term
-        for term in terms
-        if not (
-            (is_bound(term, ast.Lt) or is_bound(term, ast.GtE))
-            and ast.dump(term.left) in digits
-        )
-    ]
+    kept = [term for term in terms if not is_digit_bound(term)]
 
     if not (upper and lower) or len(kept) == len(terms):
         return mask
@@ -527,23 +697,26 @@ def _conjuncts(node):
     return _operands(node, ast.BitAnd)
 
 
-def _product_factors(node):
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _product_factors(node.left) + _product_factors(node.right)
-
-    return [node]
-
-
 def _copy(node):
     return ast.parse(ast.unparse(node), mode="eval").body
 
 
-def _replace_group(pointer, group, flag):
+def _replace_group(pointer, group, flag, zeros):
     ids = {id(term) for term in group.terms}
     first = id(group.terms[0])
     fast = ast.BinOp(
         _copy(group.flat_index), ast.Mult(), ast.Name(group.strides[-1], ast.Load())
     )
+
+    # sum((D_k + o_k) * t_k) = L * t_inner + sum(o_k * t_k) on a collapsible layout.
+    for offsets, stride in zip(group.offsets, group.strides):
+        for offset in offsets:
+            if not _is_zero(offset, zeros):
+                fast = ast.BinOp(
+                    fast,
+                    ast.Add(),
+                    ast.BinOp(_copy(offset), ast.Mult(), ast.Name(stride, ast.Load())),
+                )
     general = group.terms[0]
 
     for term in group.terms[1:]:
