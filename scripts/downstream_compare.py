@@ -18,6 +18,12 @@ Each way gets an empty cache directory of its own.
 
     python scripts/downstream_compare.py [--ways plain,import,emulated] [PYTEST ARGS]
 
+CI runs ``-m "not full"`` (15 tests); the whole stand-in library (182
+tests, every kernel made in the same worker processes) is the default. On a
+GPU, with many xdist workers as the library's own suite ran::
+
+    python scripts/downstream_compare.py --ways plain,import,emulated -n 14 -p no:randomly
+
 Prints one JSON line per way (``{"way", "passed", "failed", "skipped",
 "errors", "failures": [test ids]}``) and exits 1 when a way that ran
 passed fewer tests than ``plain`` (or, without ``plain``, than the first way).

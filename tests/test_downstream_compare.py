@@ -21,6 +21,8 @@ def test_downstream_suite_passes_the_same_with_the_cpu_and_the_emulated_npu_vari
             "no:randomly",
             "-p",
             "no:xdist",
+            "-m",
+            "not full",
         ],
         capture_output=True,
         text=True,

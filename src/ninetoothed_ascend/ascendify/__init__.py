@@ -21,6 +21,7 @@ from ninetoothed_ascend.ascendify.float64 import LowerFloat64
 from ninetoothed_ascend.ascendify.grid import PersistentGrid
 from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
+from ninetoothed_ascend.ascendify.load_broadcast import BroadcastLoadPointer
 from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
 from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
 from ninetoothed_ascend.ascendify.masks import FoldTrueMask, GroupMaskTerms
@@ -49,6 +50,7 @@ PIPELINE = (
     FitUnifiedBuffer,
     SplitSubBlocks,
     PersistentGrid,
+    BroadcastLoadPointer,
     DeferAutotune,
 )
 
@@ -84,6 +86,7 @@ def ascendify(source):
 
 __all__ = [
     "PIPELINE",
+    "BroadcastLoadPointer",
     "ContiguousFlatAccess",
     "DeferAutotune",
     "FillMaskedLoads",

@@ -16,11 +16,16 @@ import inspect
 import pathlib
 import platform
 import types
+import uuid
 
 import ninetoothed
 import triton
 
 from ninetoothed_ascend.ascendify.ub_model import soc
+
+#: Objects nothing describes (no attributes, a ``repr`` with an address),
+#: each with a token of its own: held, so that their ``id`` is not reused.
+_OPAQUE = {}
 
 #: Packages whose objects are described by name only: their behaviour is
 #: covered by the versions in :func:`environment`.
@@ -112,6 +117,7 @@ class _Describer:
 
     def __init__(self):
         self._functions_in_progress = set()
+        self._objects_in_progress = set()
 
     def describe(self, obj):
         if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
@@ -140,7 +146,7 @@ class _Describer:
             return self._describe_symbol(obj)
 
         if isinstance(obj, types.ModuleType):
-            return ("module", obj.__name__)
+            return self._describe_module(obj, ())
 
         if isinstance(obj, enum.Enum):
             return ("enum", type(obj).__qualname__, obj.name)
@@ -165,13 +171,68 @@ class _Describer:
         if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
             return ("named", getattr(obj, "__module__", ""), obj.__qualname__)
 
+        return self._describe_object(obj)
+
+    def _describe_object(self, obj):
+        kind = ("object", type(obj).__module__, type(obj).__qualname__)
+        attributes = getattr(obj, "__dict__", None)
+
+        if attributes:
+            if id(obj) in self._objects_in_progress:
+                return ("recursive", *kind)
+
+            self._objects_in_progress.add(id(obj))
+
+            try:
+                return (*kind, self.describe(dict(attributes)))
+            finally:
+                self._objects_in_progress.discard(id(obj))
+
         text = repr(obj)
 
-        # A default ``repr`` holds a memory address that differs in every process.
+        # A default ``repr`` holds a memory address that differs in every
+        # process; an object with nothing else to describe it by could be
+        # anything, so it shares its key with no other object.
         if " at 0x" in text:
-            text = ""
+            held, token = _OPAQUE.setdefault(id(obj), (obj, uuid.uuid4().hex))
 
-        return ("object", type(obj).__module__, type(obj).__qualname__, text)
+            return ("opaque", *kind, token)
+
+        return (*kind, text)
+
+    def _describe_module(self, module, names):
+        """A module by name, with the attributes among ``names`` that a function reads through it.
+
+        NineToothed inlines what an application reaches through a module
+        global (``helpers.scale(x)``), so those attributes decide the
+        generated code as much as the function's own globals do. Installed
+        packages are described by name: their versions are in the key.
+        """
+
+        if module.__name__.split(".")[0] in _VERSIONED_PACKAGES or not names:
+            return ("module", module.__name__)
+
+        if id(module) in self._objects_in_progress:
+            return ("recursive module", module.__name__)
+
+        self._objects_in_progress.add(id(module))
+
+        try:
+            attributes = tuple(
+                (
+                    name,
+                    self._describe_module(value, names)
+                    if isinstance(value, types.ModuleType)
+                    else self.describe(value),
+                )
+                for name in sorted(names)
+                if hasattr(module, name)
+                for value in (getattr(module, name),)
+            )
+        finally:
+            self._objects_in_progress.discard(id(module))
+
+        return ("module", module.__name__, attributes)
 
     def _describe_tensor(self, tensor):
         source = None if tensor.source is tensor else self.describe(tensor.source)
@@ -216,14 +277,22 @@ class _Describer:
         try:
             source = inspect.getsource(func)
         except (OSError, TypeError):
-            source = func.__code__.co_code.hex()
+            source = _describe_code(func.__code__)
 
         closure = tuple(
             self.describe(cell.cell_contents) for cell in func.__closure__ or ()
         )
+        names = _global_names(func.__code__)
+        # A module global's attributes read by the function are among its
+        # names too (``co_names`` holds attribute names as well).
         referenced = tuple(
-            (name, self.describe(func.__globals__[name]))
-            for name in sorted(_global_names(func.__code__))
+            (
+                name,
+                self._describe_module(value, names)
+                if isinstance(value := func.__globals__[name], types.ModuleType)
+                else self.describe(value),
+            )
+            for name in sorted(names)
             if name in func.__globals__
         )
 
@@ -239,6 +308,20 @@ class _Describer:
             closure,
             referenced,
         )
+
+
+def _describe_code(code):
+    """A code object without its source: bytecode, constants (``x * 2`` and ``x * 3`` differ only there) and names."""
+
+    return (
+        code.co_code.hex(),
+        tuple(
+            _describe_code(const) if isinstance(const, types.CodeType) else repr(const)
+            for const in code.co_consts
+        ),
+        code.co_names,
+        code.co_varnames,
+    )
 
 
 def _global_names(code):

@@ -1,5 +1,6 @@
 """The kernel handle: per-call dispatch to the variant for the tensors' device."""
 
+import functools
 import linecache
 import sys
 import types
@@ -193,6 +194,11 @@ class Handle:
             ) from error
 
         launch = getattr(module, self.launch_name)
+
+        if device_type == "cpu":
+            # It takes the handle's arguments, ``meta`` placeholders included.
+            launch = _with_materialized_placeholders(launch)
+
         self._emulated_launches[device_type] = launch
 
         return launch
@@ -280,6 +286,16 @@ class Handle:
 
     def __repr__(self):
         return f"<ninetoothed_ascend.Handle {self.kernel_name} {self.key[:12]}>"
+
+
+def _with_materialized_placeholders(launch):
+    @functools.wraps(launch)
+    def materialized(*args, **kwargs):
+        args, kwargs = _materialize_placeholders(args, kwargs)
+
+        return launch(*args, **kwargs)
+
+    return materialized
 
 
 def _materialize_placeholders(args, kwargs):

@@ -2,7 +2,9 @@
 
 Each program normalizes one ``(sample, channel)`` plane: it loops over the
 plane's tiles three times (the mean, the variance of the lanes inside the
-plane, then the normalization). ``has_weight`` and ``has_bias`` are premake
+plane, then the normalization). The planes come from the library's shared
+reduction arrangement, reached through a module global
+(``reduction.arrangement``), as ntops reaches ``mm.arrangement``. ``has_weight`` and ``has_bias`` are premake
 flags; an absent weight or bias is passed as a ``meta`` placeholder, which
 the kernel made without it never reads.
 """
@@ -13,36 +15,29 @@ import ninetoothed
 import ninetoothed.language as ntl
 from ninetoothed import Tensor
 
+from downstream_ops import reduction
+
 
 def arrangement(
     input, weight, bias, eps, output, num_normalized_elements, block_size=None
 ):
-    if block_size is None:
-        block_size = ninetoothed.block_size()
-
-    def per_plane(tensor):
-        # (N, C, L) → (N, C) programs, each a loop over (L / block_size) tiles.
-        arranged = tensor.tile((1, 1, block_size))
-        arranged = arranged.tile((1, 1, -1))
-        arranged.dtype = arranged.dtype.squeeze((0, 1))
-        arranged.dtype.dtype = arranged.dtype.dtype.squeeze((0, 1))
-
-        return arranged
-
     def per_channel(tensor, planes):
         arranged = tensor.tile((1,)).unsqueeze(0).expand((planes.shape[0], -1))
         arranged.dtype = arranged.dtype.squeeze(0)
 
         return arranged
 
-    input_arranged = per_plane(input)
+    # (N, C, L) → (N, C) programs, each a loop over (L / block_size) tiles.
+    input_arranged, output_arranged = reduction.arrangement(
+        input, output, dim=-1, block_size=block_size
+    )
 
     return (
         input_arranged,
         per_channel(weight, input_arranged),
         per_channel(bias, input_arranged),
         eps,
-        per_plane(output),
+        output_arranged,
         num_normalized_elements,
     )
 

@@ -17,6 +17,14 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "full: the whole stand-in library (many kernels in one process); CI runs "
+        '-m "not full"',
+    )
+
+
 @pytest.fixture
 def device():
     return "cuda" if torch.cuda.is_available() else "cpu"

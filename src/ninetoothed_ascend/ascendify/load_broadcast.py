@@ -1,0 +1,154 @@
+"""Give a masked load's pointer block the shape of its mask where the mask is larger."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports, keyword
+
+#: Prefix of the module-level ``triton.jit`` functions that load a pointer block under a larger mask.
+LOAD = "ninetoothed_ascend_load_under_mask"
+
+
+def _load_source(axes):
+    reductions = "".join(
+        f"    mask_of_pointer = triton.language.max(mask_of_pointer.to(triton.language.int8), axis={axis}, keep_dims=True) != 0\n"
+        for axis in axes
+    )
+
+    return f"""
+@triton.jit
+def {_load_name(axes)}(pointer, mask, other):
+    mask_of_pointer = mask
+{reductions}    return triton.language.where(mask, triton.language.load(pointer, mask=mask_of_pointer, other=other), other)
+"""
+
+
+def _load_name(axes):
+    return "_".join((LOAD, *map(str, axes)))
+
+
+class BroadcastLoadPointer(Pass):
+    """Rewrite ``load(p, mask=m, other=o)`` into a load of ``p`` and ``m`` broadcast together, where ``m`` spans an axis ``p`` does not.
+
+    Constraint: Triton 3.9's ``load`` broadcasts pointer and mask together;
+    Triton 3.2's (triton-ascend 3.2.0, ``semantic.load``) broadcasts only the
+    mask to the pointer's shape, so a mask larger than its pointer block fails
+    the frontend. NineToothed writes such loads for a tile expanded inside the
+    program (``tile.dtype = tile.dtype.unsqueeze(0).expand((BLOCK_SIZE_M,
+    -1))``): the expanded axis has no offsets in the pointer but terms in the
+    mask. Measured: ``examples/vision/conv2d_bias.py`` (a bias tile expanded
+    to the output tile, the way ntops' conv2d reads its bias) through
+    the Ascend compile check (``compile_check.check_variant``, stage
+    ``ttir``) without this pass fails with
+    ``Cannot broadcast, the expanded size of the tensor (1) must match the
+    existing size (32) at non-singleton dimension 0: [32, 32], [1, 32]``
+    (``tests/test_ascend_compile_check.py::test_mask_larger_than_pointer_fails_without_broadcast_load_pointer``);
+    the same message an operator library's conv2d hit (issue 14).
+
+    Where: the axes of a block are read from its ``arange(...)[None, :]``
+    subscripts (a slice marks the axis the ``arange`` spans). A load is
+    rewritten when its mask spans an axis its pointer does not.
+
+    The load becomes a call of a module-level ``triton.jit`` function that
+    loads the pointer block under the mask reduced (any lane true) over the
+    axes the pointer lacks, then broadcasts the block to the mask's shape
+    with ``where(mask, block, other)``: the block Triton 3.9 loads, without a
+    zero-stride pointer (``tl.broadcast`` of the pointer instead clears
+    ``ttir`` but crashes ``triton-adapter-opt``: "strides must not be zero",
+    measured the same way). A load whose pointer uses a name bound to a
+    block (an assignment with an ``arange`` or a ``load``) is left alone:
+    its axes are not read from the source, and a wrong guess could load
+    lanes outside the mask.
+    """
+
+    def run(self, tree):
+        self._helpers = set()
+        self._block_names = set()
+
+        return super().run(tree)
+
+    def visit_FunctionDef(self, node):
+        self._block_names = {
+            target.id
+            for statement in ast.walk(node)
+            if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and statement.value is not None
+            and any(
+                self.is_call_to(call, "triton.language.arange", "triton.language.load")
+                for call in ast.walk(statement.value)
+            )
+            for target in ast.walk(
+                ast.Tuple(
+                    getattr(statement, "targets", None) or [statement.target],
+                    ast.Store(),
+                )
+            )
+            if isinstance(target, ast.Name)
+        }
+        self.generic_visit(node)
+
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if not self.is_call_to(node, "triton.language.load") or len(node.args) != 1:
+            return node
+
+        pointer = node.args[0]
+        mask = keyword(node, "mask")
+        other = keyword(node, "other")
+
+        if (
+            mask is None
+            or {item.arg for item in node.keywords} - {"mask", "other"}
+            or any(
+                isinstance(name, ast.Name) and name.id in self._block_names
+                for name in ast.walk(pointer)
+            )
+        ):
+            return node
+
+        missing = self._axes(mask.value) - self._axes(pointer)
+
+        if not missing:
+            return node
+
+        axes = tuple(sorted(axis for axis, _ in missing))
+        self._helpers.add(axes)
+        self.rewrote()
+        other_value = other.value if other is not None else ast.Constant(0)
+
+        return ast.copy_location(
+            ast.Call(
+                ast.Name(_load_name(axes), ast.Load()),
+                [pointer, mask.value, other_value],
+                [],
+            ),
+            node,
+        )
+
+    def finish(self, tree):
+        for axes in sorted(self._helpers):
+            insert_after_imports(tree, ast.parse(_load_source(axes)).body)
+
+    def _axes(self, expression):
+        """The axes spanned by the subscripted ``arange`` blocks in ``expression``: ``set`` of ``(axis, rank)``."""
+
+        axes = set()
+
+        for node in ast.walk(expression):
+            if not (
+                isinstance(node, ast.Subscript)
+                and self.is_call_to(node.value, "triton.language.arange")
+                and isinstance(node.slice, ast.Tuple)
+            ):
+                continue
+
+            rank = len(node.slice.elts)
+            axes |= {
+                (axis, rank)
+                for axis, item in enumerate(node.slice.elts)
+                if isinstance(item, ast.Slice)
+            }
+
+        return axes
