@@ -39,7 +39,7 @@ warm = time.perf_counter() - start
 
 import ninetoothed_ascend
 
-with ninetoothed_ascend.disabled(), ninetoothed_adapter._driver_reporting(
+with ninetoothed_ascend.disabled(), ninetoothed_adapter.driver_reporting(
     ninetoothed_adapter.device_properties()
 ):
     start = time.perf_counter()

@@ -21,6 +21,7 @@ import ninetoothed
 import triton
 
 from ninetoothed_ascend.ascendify.ub_model import soc
+from ninetoothed_ascend.jit.ninetoothed_adapter import tensor_history
 
 #: Packages whose objects are described by name only: their behaviour is
 #: covered by the versions in :func:`environment`.
@@ -177,7 +178,7 @@ class _Describer:
         source = None if tensor.source is tensor else self.describe(tensor.source)
         history = tuple(
             (func.__qualname__, self.describe(args), self.describe(kwargs))
-            for func, args, kwargs in tensor._history
+            for func, args, kwargs in tensor_history(tensor)
         )
 
         return (
