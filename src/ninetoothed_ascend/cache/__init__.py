@@ -551,7 +551,9 @@ class Cache:
                 path = self.source_path(digest)
 
                 if variant.path != path:
-                    write_atomically(path, variant.source.encode("utf-8"))
+                    write_atomically(
+                        path, variant.source.encode("utf-8"), durable=False
+                    )
                     variant.path = path
 
             records[name] = {
@@ -573,6 +575,7 @@ class Cache:
         write_atomically(
             self._kernels / f"{key}.json",
             json.dumps(stored, indent=1).encode("utf-8"),
+            durable=False,
         )
 
     def keys(self):
@@ -670,11 +673,17 @@ def _digest(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def write_atomically(path, data):
-    """Write ``data`` to ``path`` whole or not at all: a temporary file in the same directory, synced, renamed into place.
+def write_atomically(path, data, durable=True):
+    """Write ``data`` to ``path`` whole or not at all: a temporary file in the same directory, renamed into place.
 
     :param path: ``pathlib.Path``; its directory must exist.
     :param data: ``bytes``.
+    :param durable: ``True`` to ``fsync`` the file before the rename, so that
+        a crash cannot leave ``path`` empty. The cache's own files pass
+        ``False``: every load checks them (hash, entry format), and a file
+        damaged by a crash is regenerated. Measured on the loaded, shared
+        2-core machine: the four ``fsync`` of a cold ``make`` of add with its
+        CPU variant took 0.12 s of its 1.7 s (cProfile).
     :raises OSError: the file cannot be written; no temporary file is left.
     """
 
@@ -683,8 +692,10 @@ def write_atomically(path, data):
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+
+            if durable:
+                file.flush()
+                os.fsync(file.fileno())
 
         os.replace(temporary, path)
     except BaseException:
