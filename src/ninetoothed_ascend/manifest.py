@@ -184,9 +184,7 @@ def write(path, manifest):
     """
 
     path = pathlib.Path(path)
-    write_atomically(
-        path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
-    )
+    write_atomically(path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
 
 
 def read(path):

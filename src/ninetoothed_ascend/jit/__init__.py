@@ -268,7 +268,9 @@ class VariantMismatchError(ValueError):
 
 def _check_digests(entry, expected):
     digests = entry.digests()
-    differing = sorted(name for name in VARIANTS if digests.get(name) != expected.get(name))
+    differing = sorted(
+        name for name in VARIANTS if digests.get(name) != expected.get(name)
+    )
 
     if differing:
         raise VariantMismatchError(

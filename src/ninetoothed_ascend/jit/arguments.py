@@ -57,7 +57,9 @@ class Requirements:
         return {
             "parameters": list(self.parameters),
             "ndims": [list(pair) for pair in self.ndims],
-            "equal_sizes": [[list(pair) for pair in group] for group in self.equal_sizes],
+            "equal_sizes": [
+                [list(pair) for pair in group] for group in self.equal_sizes
+            ],
         }
 
     @classmethod
