@@ -29,7 +29,7 @@ def ninetoothed_reference_source(module):
         else:
             handle = ninetoothed.jit(getattr(module, module.kernel.kernel_name))
 
-    with open(handle._source, encoding="utf-8") as file:
+    with open(ninetoothed_adapter.handle_path(handle), encoding="utf-8") as file:
         return file.read()
 
 
