@@ -52,9 +52,9 @@ def make(
     variants, generated once and then reused from the disk cache, also by
     later processes. ``make`` generates NineToothed's source (the CUDA
     variant); the NPU and CPU variants are built at their first use and
-    added to the cache entry (``warm`` builds all three ahead of time). Other callers ask NineToothed for ahead-of-time C
-    sources, which have no NPU variant; they are passed to
-    ``ninetoothed.make`` unchanged.
+    added to the cache entry (``warm`` builds all three ahead of time).
+    Other callers ask NineToothed for ahead-of-time C sources, which have no
+    NPU variant; they are passed to ``ninetoothed.make`` unchanged.
 
     :param arrangement: the arrangement function.
     :param application: the application function.
@@ -256,8 +256,17 @@ def rebuild(digest, generated, counters_delta, cache=None, expected=None):
 
     if not built:
         # Cached by a program that built only the variants it used.
-        check = (lambda entry: _check_digests(entry, expected)) if expected else None
+        check = None
+
+        if expected is not None:
+
+            def check(entry):
+                _check_digests(entry, expected)
+
         built += handle.build(raise_store_errors=True, before_store=check)
+
+        if check is not None and not built:
+            check(handle.entry)
 
     return handle, bool(built)
 
