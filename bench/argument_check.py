@@ -62,7 +62,7 @@ def main():
     print("| --- | --- | ---: | ---: | ---: |")
 
     for name, (handle, args) in cases.items():
-        entry = handle._entry
+        entry = handle.entry
         required = arguments.requirements(
             entry.variants["cuda"].source, entry.kernel_name, entry.launch_name
         )

@@ -70,10 +70,13 @@ def main():
     def nothing(*args):
         return None
 
-    specialized = new_handle(handle.kernel_name, handle.key, handle._entry)
-    specialized._launch_cuda = nothing
-    generic = ninetoothed_ascend.Handle(handle.kernel_name, handle.key, handle._entry)
-    generic._launches["cuda"] = nothing
+    launches = {"cuda": nothing}
+    specialized = new_handle(
+        handle.kernel_name, handle.key, handle.entry, launches=launches
+    )
+    generic = ninetoothed_ascend.Handle(
+        handle.kernel_name, handle.key, handle.entry, launches=launches
+    )
     dispatch_only = {
         name: statistics.median(
             time_calls(isolated, args, arguments.calls)

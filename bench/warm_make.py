@@ -1,16 +1,26 @@
-"""Warm ``make`` vs ``ninetoothed.make`` for the example kernels, on the CPU.
+"""``make`` (cold and warm) vs ``ninetoothed.make`` for example kernels, on this machine.
 
-For each example, a fresh process with an empty cache imports it once (cold:
-code generation), then fresh processes with the warm cache each time:
+Every number is the first ``make`` of a fresh process, timed around that one
+call: the example module is executed with ``make``/``jit`` replaced by a stub
+that only captures their arguments, then the real function is called with
+them. Per example and repeat, one process each for:
 
-* the example's import, which runs ``ninetoothed_ascend.make`` (a cache hit);
-* ``ninetoothed.make`` on the same arrangement, application and tensors
-  (NineToothed generates the code again on every call), under the same
-  stand-in device properties, since there is no GPU here.
+* ``ninetoothed.make``: plain NineToothed (generation, its file written and
+  imported), under the stand-in device properties ninetoothed-ascend uses
+  without a GPU, since plain NineToothed cannot run on a machine without one;
+* cold ``make`` + the variant a call needs: an empty cache, ``make``, then
+  ``handle.variant(V)`` (the variant built, stored and imported), where V is
+  the device type a call makes here (``cuda``, ``npu``, else ``cpu``);
+* cold ``make`` + all three variants: an empty cache, ``make``, then
+  ``handle.build()`` (what ``warm`` does);
+* warm ``make``: the cache the previous process filled. ``first`` is the
+  first ``make`` of the process, which also computes the environment digest
+  of the key once per process; ``next`` is a second ``make`` of the kernel
+  in the same process (a hit from the repeats before).
 
-Both are timed in the same process, so their ratio is the number to read.
+Medians over the repeats; ratios are the medians' ratios.
 
-    python bench/warm_make.py [--repeats 5]
+    python bench/warm_make.py [--repeats 5] [--names add matmul ...]
 """
 
 import argparse
@@ -23,40 +33,66 @@ import sys
 import tempfile
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-NAMES = ("add", "softmax", "rms_norm", "matmul")
+NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
 
 MEASURE = """
 import importlib.util, json, sys, time
+import torch
 import ninetoothed
+import ninetoothed_ascend
 from ninetoothed_ascend.jit import ninetoothed_adapter
 
-path = sys.argv[1]
+path, mode = sys.argv[1:]
+captured = []
+
+def stub(name):
+    def capture(*args, **kwargs):
+        captured.append((name, args, kwargs))
+    return capture
+
+real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
+for name in real:
+    setattr(ninetoothed_ascend, name, stub(name))
 spec = importlib.util.spec_from_file_location("example", path)
-module = importlib.util.module_from_spec(spec)
-start = time.perf_counter()
-spec.loader.exec_module(module)
-warm = time.perf_counter() - start
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+for name, function in real.items():
+    setattr(ninetoothed_ascend, name, function)
+(name, args, kwargs), = captured
 
-import ninetoothed_ascend
-
-with ninetoothed_ascend.disabled(), ninetoothed_adapter._driver_reporting(
-    ninetoothed_adapter.device_properties()
-):
+def timed(function):
     start = time.perf_counter()
-    if hasattr(module, "tensors"):
-        ninetoothed.make(module.arrangement, module.application, module.tensors)
-    else:
-        ninetoothed.jit(getattr(module, module.kernel.kernel_name))
-    plain = time.perf_counter() - start
+    result = function()
+    return result, time.perf_counter() - start
 
-print(json.dumps({"make": warm, "ninetoothed.make": plain}))
+if mode == "plain":
+    with ninetoothed_ascend.disabled(), ninetoothed_adapter.driver_reporting(
+        ninetoothed_adapter.device_properties()
+    ):
+        _, seconds = timed(lambda: getattr(ninetoothed, name)(*args, **kwargs))
+    print(json.dumps({"seconds": seconds}))
+    sys.exit()
+
+handle, make = timed(lambda: real[name](*args, **kwargs))
+
+if mode == "variant":
+    device = "cuda" if torch.cuda.is_available() else (
+        "npu" if hasattr(torch, "npu") and torch.npu.is_available() else "cpu"
+    )
+    _, variant = timed(lambda: handle.variant(device))
+    print(json.dumps({"seconds": make + variant, "device": device}))
+elif mode == "all":
+    _, build = timed(handle.build)
+    print(json.dumps({"seconds": make + build}))
+else:
+    _, again = timed(lambda: real[name](*args, **kwargs))
+    print(json.dumps({"seconds": make, "next": again}))
 """
 
 
-def measure(path, cache_dir):
+def measure(path, mode, cache_dir):
     env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache_dir}
     completed = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path)],
+        [sys.executable, "-c", MEASURE, str(path), mode],
         env=env,
         capture_output=True,
         text=True,
@@ -69,26 +105,51 @@ def measure(path, cache_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--names", nargs="+", default=NAMES)
     arguments = parser.parse_args()
 
     print(
-        "| kernel | cold make (ms) | warm make (ms) | ninetoothed.make (ms) | speed-up |"
+        "| kernel | ninetoothed.make (ms) | make + variant (ms) | ratio "
+        "| make + all three (ms) | ratio | warm make, first / next (ms) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    device = None
 
-    for name in NAMES:
+    for name in arguments.names:
         path = next(EXAMPLES.rglob(f"{name}.py"))
+        runs = {mode: [] for mode in ("plain", "variant", "all", "warm", "next")}
 
-        with tempfile.TemporaryDirectory() as cache_dir:
-            cold = measure(path, cache_dir)["make"]
-            runs = [measure(path, cache_dir) for _ in range(arguments.repeats)]
+        with tempfile.TemporaryDirectory() as warm_cache:
+            for repeat in range(arguments.repeats):
+                for mode in ("plain", "variant", "all"):
+                    with tempfile.TemporaryDirectory() as cold_cache:
+                        result = measure(path, mode, cold_cache)
+                    runs[mode].append(result["seconds"])
+                    device = result.get("device", device)
 
-        warm = statistics.median(run["make"] for run in runs)
-        plain = statistics.median(run["ninetoothed.make"] for run in runs)
-        ratio = statistics.median(run["ninetoothed.make"] / run["make"] for run in runs)
+                if repeat == 0:
+                    measure(path, "variant", warm_cache)
+
+                result = measure(path, "warm", warm_cache)
+                runs["warm"].append(result["seconds"])
+
+                if repeat > 0:  # the first warm run made the second kernel
+                    runs["next"].append(result["next"])
+
+        median = {
+            mode: statistics.median(values) * 1e3
+            for mode, values in runs.items()
+            if values
+        }
         print(
-            f"| {name} | {cold * 1e3:.1f} | {warm * 1e3:.2f} | {plain * 1e3:.1f} | {ratio:.0f}x |"
+            f"| {name} | {median['plain']:.1f} | {median['variant']:.1f} "
+            f"| {median['variant'] / median['plain']:.2f}x | {median['all']:.1f} "
+            f"| {median['all'] / median['plain']:.2f}x "
+            f"| {median['warm']:.2f} / {median.get('next', float('nan')):.2f} |",
+            flush=True,
         )
+
+    print(f"\nvariant a call needs here: {device}")
 
 
 if __name__ == "__main__":

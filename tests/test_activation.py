@@ -185,7 +185,7 @@ def test_kernels_made_before_activation_dispatch_per_call(cache_dir):
 
         ninetoothed_ascend.disable()
         # Plain NineToothed needs a GPU's properties; lend it the stand-in's.
-        with adapter._driver_reporting(adapter.device_properties()):
+        with adapter.driver_reporting(adapter.device_properties()):
             plain = ninetoothed.make(*kernels.premake("sub", 1))
         x, y = torch.arange(8.0), torch.ones(8)
 

@@ -44,7 +44,7 @@ def add(*shapes):
 def test_the_cpu_variant_refuses_arguments_the_arrangement_cannot_take(shapes, message):
     kernel, tensors = add(*shapes)
     parameters = arguments.requirements(
-        kernel.source("cuda"), kernel._entry.kernel_name, kernel.launch_name
+        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
     ).parameters
     before = [tensor.clone() for tensor in tensors]
 
@@ -76,7 +76,7 @@ def test_not_a_tensor_is_named():
 def test_meta_tensors_are_checked_by_shape_only():
     kernel = shared_example("add").kernel
     required = arguments.requirements(
-        kernel.source("cuda"), kernel._entry.kernel_name, kernel.launch_name
+        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
     )
     launched = []
     checked = arguments.checked(
@@ -114,7 +114,7 @@ def test_requirements_are_read_from_the_generated_source(name, ndims, equal_size
     kernel = shared_example(name).kernel
 
     required = arguments.requirements(
-        kernel.source("cuda"), kernel._entry.kernel_name, kernel.launch_name
+        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
     )
 
     assert required.ndims == ndims

@@ -148,6 +148,8 @@ def _make_matmul_in_process(cache_dir, queue):
         spec = importlib.util.spec_from_file_location("matmul", EXAMPLE_PATHS["matmul"])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        # Variants are built at their first use: each process builds all three.
+        module.kernel.build()
         queue.put(("ok", module.kernel.key))
     except BaseException as error:
         queue.put(("error", repr(error)))
@@ -250,3 +252,53 @@ def test_unwritable_cache_keeps_the_kernel_usable(tmp_path, monkeypatch):
     torch.testing.assert_close(
         module.launch(module.kernel, input, other), input + other
     )
+
+
+def test_make_stores_the_cuda_variant_and_builds_the_others_at_first_use(cache_dir):
+    import torch
+    from helpers import load_example
+
+    module = load_example("add")
+    kernel = module.kernel
+
+    assert list(kernel.entry.variants) == ["cuda"]
+    assert list(cache_module.Cache(cache_dir).load(kernel.key).variants) == ["cuda"]
+
+    input, other = module.inputs("cpu", torch.float32)
+    torch.testing.assert_close(module.launch(kernel, input, other), input + other)
+
+    assert list(kernel.entry.variants) == ["cuda", "cpu"]
+    assert list(cache_module.Cache(cache_dir).load(kernel.key).variants) == [
+        "cuda",
+        "cpu",
+    ]
+
+    assert "FoldTrueMask" in dict(kernel.rewrites("npu"))
+    stored = cache_module.Cache(cache_dir).load(kernel.key)
+    assert stored.digests() == kernel.entry.digests()
+    assert set(stored.digests()) == {"cuda", "npu", "cpu"}
+
+
+def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
+    import torch
+    from helpers import load_example
+
+    from ninetoothed_ascend.jit import arguments, dispatch
+    from ninetoothed_ascend.jit.handle import Handle
+
+    module = load_example("add")
+    entry = cache_module.Cache(cache_dir).load(module.kernel.key)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the source was analysed at run time")
+
+    monkeypatch.setattr(dispatch, "launch_parameters", refuse)
+    monkeypatch.setattr(arguments, "requirements", refuse)
+    handle = dispatch.new_handle(entry.kernel_name, module.kernel.key, entry)
+
+    assert type(handle).__call__ is not Handle.__call__
+    input, other = module.inputs("cpu", torch.float32)
+    torch.testing.assert_close(module.launch(handle, input, other), input + other)
+
+    with pytest.raises(ValueError, match=r"kernel `add` \(cpu variant\)"):
+        module.launch(handle, input.view(1, -1), other.view(1, -1))

@@ -8,6 +8,7 @@ from ninetoothed import Tensor
 import ninetoothed_ascend
 from ninetoothed_ascend.jit import dispatch
 from ninetoothed_ascend.jit.handle import Handle
+from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
 
 
 def test_tensor_parameters_are_those_passed_with_sizes_and_strides():
@@ -69,11 +70,14 @@ def test_a_parameter_named_like_the_generated_code_keeps_the_generic_call():
         kernel.source("cuda"), kernel.launch_name
     )
     source = kernel.source("cuda").replace(first, "self")
-    entry = kernel._entry
+    entry = kernel.entry
     entry = type(entry)(
         entry.kernel_name,
         entry.launch_name,
         entry.variants | {"cuda": type(entry.variants["cuda"])(source)},
+        launch=dispatch.launch_facts(
+            GeneratedSource(source, entry.kernel_name, entry.launch_name)
+        ),
     )
 
     assert type(dispatch.new_handle(kernel.kernel_name, kernel.key, entry)) is Handle

@@ -17,7 +17,7 @@ def ninetoothed_reference_source(module):
     # Plain NineToothed: importing ninetoothed_ascend replaced ninetoothed.make.
     with (
         ninetoothed_ascend.disabled(),
-        ninetoothed_adapter._driver_reporting(ninetoothed_adapter.device_properties()),
+        ninetoothed_adapter.driver_reporting(ninetoothed_adapter.device_properties()),
     ):
         if hasattr(module, "tensors"):
             handle = ninetoothed.make(
@@ -29,7 +29,7 @@ def ninetoothed_reference_source(module):
         else:
             handle = ninetoothed.jit(getattr(module, module.kernel.kernel_name))
 
-    with open(handle._source, encoding="utf-8") as file:
+    with open(ninetoothed_adapter.handle_path(handle), encoding="utf-8") as file:
         return file.read()
 
 

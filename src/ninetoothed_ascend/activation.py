@@ -136,10 +136,12 @@ def _call_dual(self, *args, **kwargs):
 
 
 def _dual_handle_of(plain):
-    generated = adapter.handle_source(plain)
-    handle = from_generated(generated, {"generated": str(plain._source)})
     # The CUDA variant is NineToothed's source; its launch is already imported.
-    handle._launches["cuda"] = plain._launch
+    handle = from_generated(
+        adapter.handle_source(plain),
+        {"generated": adapter.handle_path(plain)},
+        cuda_launch=adapter.handle_launch(plain),
+    )
     plain._ninetoothed_ascend_handle = handle
 
     return handle

@@ -43,8 +43,8 @@ import uuid
 
 import torch
 
-from ninetoothed_ascend import cache as cache_module
-from ninetoothed_ascend.jit import Handle, observe
+from ninetoothed_ascend.cache import write_atomically
+from ninetoothed_ascend.jit import observe
 from ninetoothed_ascend.jit.fingerprint import environment
 
 FORMAT = "ninetoothed-ascend-manifest"
@@ -90,12 +90,22 @@ class _Recorder:
             if name not in ("built", "stored")
         }
         kernel = self.kernels.setdefault(record["key"], record | {"calls": []})
-        kernel["variants"] = {
-            name: variant.digest if variant.source is not None else None
-            for name, variant in handle._entry.variants.items()
-        }
-        handle._recorded_calls = kernel["calls"]
-        handle.__class__ = _RecordingHandle
+        # ``warm`` compares what it builds with every variant's digest.
+        handle.build()
+        kernel["variants"] = handle.entry.digests()
+
+    def note_call(self, handle, args, kwargs):
+        """Note the argument types of ``handle``'s first call per device type, before the call (a call that fails counts too)."""
+
+        calls = self.kernels[handle.key]["calls"]
+        device = next(
+            (a.device.type for a in args if isinstance(a, torch.Tensor)), None
+        )
+
+        if all(call["device"] != device for call in calls):
+            calls.append(
+                {"device": device, "args": [_describe_argument(a) for a in args]}
+            )
 
     def write(self):
         if not self.kernels:
@@ -108,24 +118,7 @@ class _Recorder:
             "kernels": list(self.kernels.values()),
         }
         path = self.directory / f"{os.getpid()}-{uuid.uuid4().hex}.json"
-        cache_module._write_atomically(path, json.dumps(document).encode("utf-8"))
-
-
-class _RecordingHandle(Handle):
-    """A :class:`Handle` that notes the argument types of its first call per device type."""
-
-    def __call__(self, *args, **kwargs):
-        # Noted before the call, so that a call that fails is recorded too.
-        device = next(
-            (a.device.type for a in args if isinstance(a, torch.Tensor)), None
-        )
-
-        if all(call["device"] != device for call in self._recorded_calls):
-            self._recorded_calls.append(
-                {"device": device, "args": [_describe_argument(a) for a in args]}
-            )
-
-        return super().__call__(*args, **kwargs)
+        write_atomically(path, json.dumps(document).encode("utf-8"))
 
 
 def _describe_argument(arg):
@@ -151,7 +144,7 @@ def record_from_environment():
         return
 
     recorder = _Recorder(directory)
-    observe(recorder)
+    observe(recorder, on_call=recorder.note_call)
     atexit.register(recorder.write)
 
 
@@ -191,9 +184,7 @@ def write(path, manifest):
     """
 
     path = pathlib.Path(path)
-    cache_module._write_atomically(
-        path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
-    )
+    write_atomically(path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
 
 
 def read(path):

@@ -227,7 +227,7 @@ def _warm_module(payload, origin):
 
     kind, target = payload
     made = []
-    observe(lambda handle, record: made.append(record))
+    observe(lambda handle, record: made.append((handle, record)))
     start = time.perf_counter()
 
     try:
@@ -235,6 +235,9 @@ def _warm_module(payload, origin):
             importlib.import_module(target)
         else:
             _import_path(pathlib.Path(target))
+
+        # ``make`` built only NineToothed's source; warm builds every variant.
+        results = [_build_all(handle, record) for handle, record in made]
     except BaseException as error:  # SystemExit of a script counts as a failure too
         return [
             Result(
@@ -245,16 +248,21 @@ def _warm_module(payload, origin):
     seconds = time.perf_counter() - start
 
     return [
-        Result(
-            record["kernel_name"],
-            record["key"],
-            (BUILT if record["built"] else CACHED) if record["stored"] else FAILED,
-            seconds,
-            origin,
-            "" if record["stored"] else "built, but could not be written to the cache",
-        )
-        for record in made
+        Result(record["kernel_name"], record["key"], status, seconds, origin, detail)
+        for record, status, detail in results
     ]
+
+
+def _build_all(handle, record):
+    try:
+        built = handle.build(raise_store_errors=True)
+    except OSError as error:
+        return record, FAILED, f"not cached: {error}"
+
+    if not record["stored"]:
+        return record, FAILED, "built, but could not be written to the cache"
+
+    return record, BUILT if record["built"] or built else CACHED, ""
 
 
 def _import_path(path):

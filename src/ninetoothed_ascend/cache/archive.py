@@ -19,11 +19,7 @@ import re
 import tarfile
 import zlib
 
-from ninetoothed_ascend.cache import (
-    _make_directory,
-    _write_atomically,
-    check_entry,
-)
+from ninetoothed_ascend.cache import check_entry, make_directory, write_atomically
 
 _MEMBER = re.compile(r"(kernels/[0-9a-f]{64}\.json|sources/[0-9a-f]{64}\.py)")
 
@@ -84,7 +80,7 @@ def export_archive(cache, path, keys=None):
             info.mode = 0o600
             archive.addfile(info, io.BytesIO(members[name]))
 
-    _write_atomically(path, buffer.getvalue())
+    write_atomically(path, buffer.getvalue())
     entries = sum(name.startswith("kernels/") for name in members)
 
     return entries, len(members) - entries
@@ -143,8 +139,8 @@ def import_archive(cache, path):
             target = cache.directory / name
 
             if not target.exists():
-                _make_directory(target.parent)
-                _write_atomically(target, data)
+                make_directory(target.parent)
+                write_atomically(target, data)
 
     return len(entries), len(sources)
 

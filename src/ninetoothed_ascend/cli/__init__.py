@@ -492,7 +492,7 @@ def _cached_checks(keys, manifest_path, cache_dir):
         entry = cache.load(key)
 
         if entry is not None:
-            handle = Handle(entry.kernel_name, key, entry)
+            handle = Handle(entry.kernel_name, key, entry, cache)
         else:
             generated = GeneratedSource(
                 kernel["source"], kernel["kernel_name"], kernel["launch_name"]

@@ -35,7 +35,7 @@ def resolve_cache_dir(path, create=True):
                 f"cache directory {path} does not exist; check --cache-dir "
                 "or $NINETOOTHED_ASCEND_CACHE_DIR"
             )
-    elif not cache_module._writable(path):
+    elif not cache_module.writable_directory(path):
         raise click.ClickException(
             f"cache directory {path} is not writable; choose another with "
             "--cache-dir or $NINETOOTHED_ASCEND_CACHE_DIR"

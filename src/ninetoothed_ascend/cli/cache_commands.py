@@ -15,7 +15,7 @@ import click
 from ninetoothed_ascend import cache as cache_module
 from ninetoothed_ascend import host
 from ninetoothed_ascend.ascendify import precision_notes
-from ninetoothed_ascend.cache import archive
+from ninetoothed_ascend.cache import VARIANT_NAMES, archive
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 
@@ -38,7 +38,8 @@ def list_entries(as_json, cache_dir):
     """List the cached kernels: key, name, which variants were built, size, age.
 
     An entry that fails its checks (damaged, untrusted) is listed as such;
-    it is regenerated the next time its kernel is made.
+    it is regenerated the next time its kernel is made. A variant not built
+    yet (built at its first use, or by `warm`) is listed as `later`.
     """
 
     cache = _cache(cache_dir, create=False)
@@ -72,8 +73,13 @@ def list_entries(as_json, cache_dir):
                 "kernel_name": entry.kernel_name,
                 "status": "ok",
                 "variants": {
-                    name: "built" if variant.source is not None else "failed"
-                    for name, variant in entry.variants.items()
+                    name: "later"
+                    if variant is None
+                    else "built"
+                    if variant.source is not None
+                    else "failed"
+                    for name in VARIANT_NAMES
+                    for variant in [entry.variants.get(name)]
                 },
                 "bytes": sum(
                     len(v.source.encode()) for v in entry.variants.values() if v.source
@@ -90,7 +96,7 @@ def list_entries(as_json, cache_dir):
 
     for row in rows:
         variants = " ".join(
-            f"{name}{'' if state == 'built' else '(failed)'}"
+            f"{name}{'' if state == 'built' else f'({state})'}"
             for name, state in row["variants"].items()
         )
         click.echo(
@@ -126,7 +132,13 @@ def info(key, cache_dir):
     click.echo(f"entry: {cache.entry_path(key)}")
     click.echo(f"naming counters advanced by: {list(entry.counters_delta)}")
 
-    for name, variant in entry.variants.items():
+    for name in VARIANT_NAMES:
+        variant = entry.variants.get(name)
+
+        if variant is None:
+            click.echo(f"{name}: not built yet (built at its first use, or by `warm`)")
+            continue
+
         if variant.source is None:
             click.echo(f"{name}: not built: {variant.error}")
             continue
@@ -250,7 +262,7 @@ def doctor():
 
     explicit = [
         (name, os.environ[name])
-        for name in cache_module._ENVIRONMENT_VARIABLES
+        for name in cache_module.ENVIRONMENT_VARIABLES
         if os.environ.get(name)
     ]
     line("cache dir set by", ", ".join(f"${n}={v}" for n, v in explicit) or "default")

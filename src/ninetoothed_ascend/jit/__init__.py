@@ -14,7 +14,7 @@ import warnings
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
-from ninetoothed_ascend.jit.dispatch import new_handle
+from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
 from ninetoothed_ascend.jit.fingerprint import definition_digest, environment_key
 from ninetoothed_ascend.jit.handle import (
     Handle,
@@ -31,7 +31,7 @@ from ninetoothed_ascend.jit.ninetoothed_adapter import (
     device_properties,
     generate_source,
 )
-from ninetoothed_ascend.jit.variants import VARIANTS, build_variants
+from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, build_variants
 
 
 def make(
@@ -50,9 +50,11 @@ def make(
     Takes exactly ``ninetoothed.make``'s arguments. With ``caller="torch"``
     (the default) it returns a :class:`Handle` with CUDA, NPU and CPU
     variants, generated once and then reused from the disk cache, also by
-    later processes. Other callers ask NineToothed for ahead-of-time C
-    sources, which have no NPU variant; they are passed to
-    ``ninetoothed.make`` unchanged.
+    later processes. ``make`` generates NineToothed's source (the CUDA
+    variant); the NPU and CPU variants are built at their first use and
+    added to the cache entry (``warm`` builds all three ahead of time).
+    Other callers ask NineToothed for ahead-of-time C sources, which have no
+    NPU variant; they are passed to ``ninetoothed.make`` unchanged.
 
     :param arrangement: the arrangement function.
     :param application: the application function.
@@ -142,11 +144,11 @@ def _options(kernel_name, num_warps, num_stages, max_num_configs, prettify):
     }
 
 
-#: Called with ``(handle, record)`` for every handle made; see :func:`observe`.
+#: ``(observer, on_call)`` pairs; see :func:`observe`.
 _observers = []
 
 
-def observe(observer):
+def observe(observer, on_call=None):
     """Call ``observer(handle, record)`` for every kernel handle made from now on, until :func:`unobserve`.
 
     ``record`` is a ``dict`` with ``definition`` (the
@@ -157,15 +159,21 @@ def observe(observer):
     (generated in this call rather than loaded) and ``stored`` (``False``
     when it could not be written to the cache).
     ``ninetoothed-ascend record`` uses it to write manifests.
+
+    :param observer: callable ``(handle, record)``.
+    :param on_call: callable ``(handle, args, kwargs)`` called before every
+        call of those handles, or ``None``. Handles made while one is set
+        dispatch through the generic path
+        (:class:`~ninetoothed_ascend.jit.dispatch.ObservedHandle`).
     """
 
-    _observers.append(observer)
+    _observers.append((observer, on_call))
 
 
 def unobserve(observer):
-    """Stop calling ``observer`` (see :func:`observe`)."""
+    """Stop calling ``observer`` and its ``on_call`` (see :func:`observe`) for handles made from now on."""
 
-    _observers.remove(observer)
+    _observers[:] = [pair for pair in _observers if pair[0] is not observer]
 
 
 def _name(func):
@@ -186,7 +194,7 @@ def _handle(definition, annotated_application, options, origin):
     )
 
 
-def from_generated(generated, origin=None):
+def from_generated(generated, origin=None, cuda_launch=None):
     """Return a handle for source that NineToothed has already generated.
 
     Used for kernels made by plain NineToothed before
@@ -196,6 +204,9 @@ def from_generated(generated, origin=None):
 
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
     :param origin: ``dict`` for :func:`observe`, or ``None``.
+    :param cuda_launch: the launch function NineToothed already imported
+        from ``generated``, which calls with CUDA tensors run as they are
+        (no argument check), or ``None`` to import the CUDA variant.
     :return: :class:`Handle`.
     """
 
@@ -203,7 +214,12 @@ def from_generated(generated, origin=None):
         ("generated", generated.source, generated.kernel_name, generated.launch_name)
     )
 
-    return _load_or_build(digest, lambda: _entry(generated, (0, 0)), origin or {})
+    return _load_or_build(
+        digest,
+        lambda: _entry(generated, (0, 0)),
+        origin or {},
+        launches={"cuda": cuda_launch} if cuda_launch is not None else None,
+    )
 
 
 def rebuild(digest, generated, counters_delta, cache=None, expected=None):
@@ -217,7 +233,7 @@ def rebuild(digest, generated, counters_delta, cache=None, expected=None):
         each built variant must have, or ``None`` not to compare. Variants
         that differ are not stored.
     :return: ``(handle, built)``; ``built`` is ``False`` when the entry was
-        already cached.
+        already cached with every variant.
     :raises VariantMismatchError: a built variant differs from ``expected``;
         nothing was stored.
     :raises OSError: the built entry could not be stored.
@@ -227,7 +243,7 @@ def rebuild(digest, generated, counters_delta, cache=None, expected=None):
 
     def build():
         built.append(True)
-        entry = _entry(generated, tuple(counters_delta))
+        entry = _entry(generated, tuple(counters_delta), build_variants(generated))
 
         if expected is not None:
             _check_digests(entry, expected)
@@ -238,8 +254,19 @@ def rebuild(digest, generated, counters_delta, cache=None, expected=None):
         digest, build, None, cache=cache, replay=False, store_errors=True
     )
 
-    if expected is not None and not built:
-        _check_digests(handle._entry, expected)
+    if not built:
+        # Cached by a program that built only the variants it used.
+        check = None
+
+        if expected is not None:
+
+            def check(entry):
+                _check_digests(entry, expected)
+
+        built += handle.build(raise_store_errors=True, before_store=check)
+
+        if check is not None and not built:
+            check(handle.entry)
 
     return handle, bool(built)
 
@@ -249,11 +276,10 @@ class VariantMismatchError(ValueError):
 
 
 def _check_digests(entry, expected):
-    digests = {
-        name: variant.digest if variant.source is not None else None
-        for name, variant in entry.variants.items()
-    }
-    differing = sorted(name for name in digests if digests[name] != expected.get(name))
+    digests = entry.digests()
+    differing = sorted(
+        name for name in VARIANTS if digests.get(name) != expected.get(name)
+    )
 
     if differing:
         raise VariantMismatchError(
@@ -263,7 +289,15 @@ def _check_digests(entry, expected):
         )
 
 
-def _load_or_build(digest, build, origin, cache=None, replay=True, store_errors=False):
+def _load_or_build(
+    digest,
+    build,
+    origin,
+    cache=None,
+    replay=True,
+    store_errors=False,
+    launches=None,
+):
     key = environment_key(digest)
     cache = cache if cache is not None else Cache()
 
@@ -284,12 +318,14 @@ def _load_or_build(digest, build, origin, cache=None, replay=True, store_errors=
     if replay:
         advance_counters(entry.counters_delta)
 
-    handle = new_handle(entry.kernel_name, key, entry)
+    observers = tuple(_observers) if origin is not None else ()
+    on_call = tuple(on_call for _, on_call in observers if on_call is not None)
+    handle = new_handle(entry.kernel_name, key, entry, cache, launches, on_call)
 
-    if origin is not None:
+    if observers:
         record = _record(digest, key, entry, origin)
 
-        for observer in tuple(_observers):
+        for observer, _ in observers:
             observer(handle, record | {"built": built, "stored": stored})
 
     return handle
@@ -329,12 +365,15 @@ def _generate(annotated_application, options, properties, counters_before):
     )
 
 
-def _entry(generated, counters_delta):
+def _entry(generated, counters_delta, variants=None):
+    # Only NineToothed's own source unless asked: the others are built at
+    # their first use (``Handle.build``).
     return Entry(
         kernel_name=generated.kernel_name,
         launch_name=generated.launch_name,
-        variants=build_variants(generated),
+        variants=variants or {"cuda": build_variant(generated, "cuda")},
         counters_delta=counters_delta,
+        launch=launch_facts(generated),
     )
 
 

@@ -51,6 +51,27 @@ class Requirements:
     ndims: tuple
     equal_sizes: tuple
 
+    def to_json(self):
+        """Return the fields as JSON lists (``dict``), as a cache entry's ``launch`` stores them."""
+
+        return {
+            "parameters": list(self.parameters),
+            "ndims": [list(pair) for pair in self.ndims],
+            "equal_sizes": [
+                [list(pair) for pair in group] for group in self.equal_sizes
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data):
+        """Return the :class:`Requirements` that :meth:`to_json` returned ``data`` for."""
+
+        return cls(
+            tuple(data["parameters"]),
+            tuple(map(tuple, data["ndims"])),
+            tuple(tuple(map(tuple, group)) for group in data["equal_sizes"]),
+        )
+
 
 def requirements(source, kernel_name, launch_name):
     """Read what the launch function ``launch_name`` requires of its arguments from NineToothed's ``source``.

@@ -10,6 +10,10 @@ calls the launch function directly. Anything the fast path does not recognize (m
 types, a ``meta`` placeholder, an argument that is not a tensor, a first
 call) falls back to the generic path, which applies the device rule
 (:meth:`Handle.__call__`: ``meta`` tensors do not vote) and raises the errors.
+
+The parameters are read from NineToothed's source once, when the kernel is
+generated (:func:`launch_facts`), and stored with its cache entry; a handle
+made from a cache hit reads them from the entry.
 """
 
 import ast
@@ -17,6 +21,7 @@ import functools
 
 import torch
 
+from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.handle import Handle
 
 #: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.
@@ -26,27 +31,78 @@ _DEVICE_PROPERTIES = {"cuda": "is_cuda", "npu": "is_npu", "cpu": "is_cpu"}
 _GENERATED_NAMES = {"self", "launch", "Handle"}
 
 
-def new_handle(kernel_name, key, entry):
+def new_handle(kernel_name, key, entry, cache=None, launches=None, on_call=()):
     """Return a :class:`Handle` for ``entry`` with a ``__call__`` specialized to its launch function.
 
     :param kernel_name: ``str``.
     :param key: ``str``, the cache key.
-    :param entry: :class:`~ninetoothed_ascend.cache.Entry`.
+    :param entry: :class:`~ninetoothed_ascend.cache.Entry`; its ``launch``
+        facts (:func:`launch_facts`) decide the ``__call__``.
+    :param cache: as :class:`Handle`.
+    :param launches: as :class:`Handle`.
+    :param on_call: ``tuple`` of callables ``(handle, args, kwargs)`` called
+        before every call, or ``()``; see :class:`ObservedHandle`.
     :return: an instance of a subclass of :class:`Handle`; of the plain
-        class when the launch function's parameters cannot be read from the
-        CUDA source or it has no tensor parameter.
+        class when the entry names no launch parameters or no tensor
+        parameter, or a parameter is named like the generated code's own.
     """
 
-    parameters = launch_parameters(entry.variants["cuda"].source, entry.launch_name)
+    if on_call:
+        return ObservedHandle(kernel_name, key, entry, cache, launches, on_call)
 
-    if (
-        parameters is None
-        or not parameters[1]
-        or _GENERATED_NAMES.intersection(parameters[0])
-    ):
-        return Handle(kernel_name, key, entry)
+    facts = entry.launch or {}
+    parameters = facts.get("parameters")
+    tensors = tuple(facts.get("tensors", ()))
 
-    return _handle_class(*parameters)(kernel_name, key, entry)
+    if parameters is None or not tensors or _GENERATED_NAMES.intersection(parameters):
+        return Handle(kernel_name, key, entry, cache, launches)
+
+    return _handle_class(tuple(parameters), tensors)(
+        kernel_name, key, entry, cache, launches
+    )
+
+
+class ObservedHandle(Handle):
+    """A :class:`Handle` that calls each of ``on_call`` with ``(handle, args, kwargs)`` before every call.
+
+    For tools that watch a program's calls (``ninetoothed-ascend record``,
+    see :func:`ninetoothed_ascend.jit.observe`); it dispatches through the
+    generic :meth:`Handle.__call__`.
+
+    :param on_call: ``tuple`` of callables.
+    """
+
+    def __init__(self, kernel_name, key, entry, cache, launches, on_call):
+        super().__init__(kernel_name, key, entry, cache, launches)
+        self.on_call = on_call
+
+    def __call__(self, *args, **kwargs):
+        for observer in self.on_call:
+            observer(self, args, kwargs)
+
+        return super().__call__(*args, **kwargs)
+
+
+def launch_facts(generated):
+    """Read, once per generated kernel, what its handles need to know about its launch function.
+
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
+        ``parameters`` and ``tensors`` from :func:`launch_parameters`
+        (``None`` and ``[]`` when it cannot tell), ``requirements`` from
+        :func:`ninetoothed_ascend.jit.arguments.requirements` (or ``None``).
+    """
+
+    parameters = launch_parameters(generated.source, generated.launch_name)
+    required = arguments.requirements(
+        generated.source, generated.kernel_name, generated.launch_name
+    )
+
+    return {
+        "parameters": list(parameters[0]) if parameters is not None else None,
+        "tensors": list(parameters[1]) if parameters is not None else [],
+        "requirements": required.to_json() if required is not None else None,
+    }
 
 
 def launch_parameters(source, launch_name):
@@ -90,6 +146,24 @@ def launch_parameters(source, launch_name):
     return tuple(names), tuple(name for name in names if name in tensors)
 
 
+def _resolve_and_launch(variant):
+    # The first call through a specialized ``__call__`` lands here, then the
+    # launch function shadows this method on the instance.
+    def launch(self, *args, **kwargs):
+        launch = self.launch_for(variant)
+        setattr(self, f"_launch_{variant}", launch)
+
+        return launch(*args, **kwargs)
+
+    return launch
+
+
+class _SpecializedHandle(Handle):
+    _launch_cuda = _resolve_and_launch("cuda")
+    _launch_npu = _resolve_and_launch("npu")
+    _launch_cpu = _resolve_and_launch("cpu")
+
+
 @functools.cache
 def _handle_class(parameters, tensor_parameters):
     arguments = ", ".join(parameters)
@@ -121,4 +195,4 @@ def _handle_class(parameters, tensor_parameters):
     namespace = {"Handle": Handle}
     exec(compile("\n".join(lines), f"<dispatch {arguments}>", "exec"), namespace)
 
-    return type("Handle", (Handle,), {"__call__": namespace["__call__"]})
+    return type("Handle", (_SpecializedHandle,), {"__call__": namespace["__call__"]})

@@ -22,6 +22,7 @@ import ninetoothed
 import triton
 
 from ninetoothed_ascend.ascendify.ub_model import soc
+from ninetoothed_ascend.jit.ninetoothed_adapter import tensor_history
 
 #: Objects nothing describes (no attributes, a ``repr`` with an address),
 #: each with a token of its own: held, so that their ``id`` is not reused.
@@ -238,7 +239,7 @@ class _Describer:
         source = None if tensor.source is tensor else self.describe(tensor.source)
         history = tuple(
             (func.__qualname__, self.describe(args), self.describe(kwargs))
-            for func, args, kwargs in tensor._history
+            for func, args, kwargs in tensor_history(tensor)
         )
 
         return (

@@ -1,16 +1,27 @@
-"""The kernel handle: per-call dispatch to the variant for the tensors' device."""
+"""The kernel handle: per-call dispatch to the variant for the tensors' device.
 
+A handle is made from a cache entry that holds NineToothed's source (the CUDA
+variant) and the facts about its launch function read when it was generated
+(:attr:`~ninetoothed_ascend.cache.Entry.launch`): it reads no source and runs
+no analysis itself. The NPU and CPU variants are built at their first use (a
+call with tensors of their device type, :meth:`Handle.source`,
+:meth:`Handle.variant`, ...) by :mod:`~ninetoothed_ascend.jit.variants`, or
+all at once by :meth:`Handle.build` (``warm``), and added to the entry.
+"""
+
+import contextlib
 import functools
 import linecache
 import sys
 import types
+import warnings
 
 import torch
 
-from ninetoothed_ascend.ascendify.base import PipelineError
 from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.jit import arguments, emulation
-from ninetoothed_ascend.jit.variants import VARIANTS
+from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
+from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, emulated_variant
 
 
 class VariantUnavailableError(RuntimeError):
@@ -30,24 +41,37 @@ class Handle:
     Calling the handle runs the variant for the device type of its tensor
     arguments: ``cuda`` tensors run the CUDA variant (NineToothed's own code),
     ``npu`` tensors the NPU variant (for triton-ascend), ``cpu`` tensors the
-    CPU variant (Triton's interpreter). Variants are imported at their first
-    call. The NPU and CPU variants' arguments are checked against what the
-    arrangement requires (:mod:`ninetoothed_ascend.jit.arguments`). Arguments are those of NineToothed's launch function: the tensors in
-    the order of the application's parameters, then any non-tensor
-    parameters.
+    CPU variant (Triton's interpreter). Variants are built and imported at
+    their first use. The NPU and CPU variants' arguments are checked against
+    what the arrangement requires (:mod:`ninetoothed_ascend.jit.arguments`,
+    read from the entry). Arguments are those of NineToothed's launch
+    function: the tensors in the order of the application's parameters, then
+    any non-tensor parameters.
 
     :param kernel_name: ``str``.
     :param key: ``str``, the cache key (sha256 hex).
-    :param entry: :class:`~ninetoothed_ascend.cache.Entry`.
+    :param entry: :class:`~ninetoothed_ascend.cache.Entry`, with the CUDA
+        variant and any others already built.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that variants
+        built later are added to, or ``None`` to keep them in memory.
+    :param launches: ``dict`` from device type to a launch function already
+        imported for it (NineToothed's own for ``"cuda"``), or ``None``.
     """
 
-    def __init__(self, kernel_name, key, entry):
+    def __init__(self, kernel_name, key, entry, cache=None, launches=None):
         self.kernel_name = kernel_name
         self.key = key
         self._entry = entry
-        self._launches = {}
+        self._cache = cache
+        self._launches = dict(launches or {})
         self._emulated_sources = {}
         self._emulated_launches = {}
+        requirements = (entry.launch or {}).get("requirements")
+        self._requirements = (
+            arguments.Requirements.from_json(requirements)
+            if requirements is not None
+            else None
+        )
 
     def __call__(self, *args, **kwargs):
         device_type = None
@@ -82,27 +106,12 @@ class Handle:
                 "on cuda, npu or cpu."
             )
 
-        launch = self._launches.get(device_type) or self._launch_for(device_type)
+        launch = self._launches.get(device_type) or self.launch_for(device_type)
 
         if placeholders and device_type == "cpu":
             args, kwargs = _materialize_placeholders(args, kwargs)
 
         return launch(*args, **kwargs) if kwargs else launch(*args)
-
-    def _resolve_and_launch(variant):
-        # The first call through a specialized ``__call__`` lands here, then
-        # the launch function shadows this method on the instance.
-        def launch(self, *args, **kwargs):
-            launch = self._launches.get(variant) or self._launch_for(variant)
-            setattr(self, f"_launch_{variant}", launch)
-
-            return launch(*args, **kwargs)
-
-        return launch
-
-    _launch_cuda = _resolve_and_launch("cuda")
-    _launch_npu = _resolve_and_launch("npu")
-    _launch_cpu = _resolve_and_launch("cpu")
 
     def _check_same_device_type(self, device_type, arg_device_type):
         if device_type is not None and arg_device_type != device_type:
@@ -113,7 +122,24 @@ class Handle:
 
         return arg_device_type
 
-    def _launch_for(self, device_type):
+    def launch_for(self, device_type):
+        """Return what a call with tensors on ``device_type`` runs: a launch function with the handle's arguments.
+
+        The variant for ``device_type`` (or the emulated NPU variant, see
+        :meth:`emulated`), built and imported if needed, wrapped in the
+        argument check where :func:`ninetoothed_ascend.jit.arguments.requested`
+        asks for it; resolved once per handle.
+
+        :param device_type: ``str`` or ``None`` (a call without tensors).
+        :raises VariantUnavailableError: no variant serves ``device_type``,
+            or it cannot be built or imported.
+        """
+
+        launch = self._launches.get(device_type)
+
+        if launch is not None:
+            return launch
+
         if device_type not in VARIANTS:
             raise VariantUnavailableError(
                 f"kernel `{self.kernel_name}` has no variant for "
@@ -127,15 +153,10 @@ class Handle:
         else:
             launch, variant = self.variant(device_type), device_type
 
-        if arguments.requested(variant):
-            required = arguments.requirements(
-                self._entry.variants["cuda"].source,
-                self._entry.kernel_name,
-                self.launch_name,
+        if arguments.requested(variant) and self._requirements is not None:
+            launch = arguments.checked(
+                launch, self._requirements, self.kernel_name, variant
             )
-
-            if required is not None:
-                launch = arguments.checked(launch, required, self.kernel_name, variant)
 
         self._launches[device_type] = launch
 
@@ -223,12 +244,9 @@ class Handle:
         npu_source = self._variant("npu").source
 
         try:
-            rewritten = emulation.emulate(npu_source, device_type)
-        except PipelineError as error:
-            raise VariantUnavailableError(
-                f"the npu variant of kernel `{self.kernel_name}` cannot be emulated "
-                f"on {device_type}: pass {error.pass_name}: {error.message} {error.hint}"
-            ) from error
+            rewritten = emulated_variant(npu_source, self.kernel_name, device_type)
+        except ValueError as error:
+            raise VariantUnavailableError(str(error)) from error
 
         self._emulated_sources[device_type] = rewritten
 
@@ -262,22 +280,108 @@ class Handle:
         return self._variant(name).source
 
     def rewrites(self, name):
-        """Return ``((pass name, number of rewrites), ...)`` for variant ``name``, in pipeline order."""
+        """Return ``((pass name, number of rewrites), ...)`` for variant ``name``, in pipeline order (building it if needed)."""
 
-        return self._entry.variants[name].rewrites
+        return self._built(name).rewrites
 
     def path(self, name):
         """Return where variant ``name`` is cached (``pathlib.Path``), or ``None`` if it is held only in memory."""
 
         return self._variant(name).path
 
-    def _variant(self, name):
-        if name not in VARIANTS:
-            raise KeyError(
-                f"{name!r} is not a variant; choose one of {', '.join(VARIANTS)}"
+    @property
+    def entry(self):
+        """The :class:`~ninetoothed_ascend.cache.Entry` of this kernel: the variants built so far and the launch facts.
+
+        Read it, do not change it; :meth:`build` adds variants.
+        """
+
+        return self._entry
+
+    def build(self, names=VARIANTS, raise_store_errors=False, before_store=None):
+        """Build the variants of ``names`` not built yet, and add them to the cache entry.
+
+        Under the kernel's lock: variants another process added meanwhile
+        are taken from the cache, not built again. A variant whose pipeline
+        fails is built as its error (raised when it is asked for).
+
+        :param names: iterable of variant names (default: all).
+        :param raise_store_errors: ``True`` to raise when the entry cannot be
+            written; otherwise a warning says so and the variants stay in
+            memory.
+        :param before_store: ``None``, or called with the entry once every
+            variant is built and before it is stored; what it raises
+            propagates and nothing is stored.
+        :return: ``tuple`` of the names built by this call.
+        :raises OSError: with ``raise_store_errors``, the entry could not be written.
+        :raises KeyError: a name is not a variant.
+        """
+
+        names = tuple(names)
+
+        for name in names:
+            _check_variant_name(name)
+
+        variants = self._entry.variants
+
+        if all(name in variants for name in names):
+            return ()
+
+        cache = self._cache
+
+        with cache.lock(self.key) if cache is not None else contextlib.nullcontext():
+            stored = cache.load(self.key, self._entry.definition) if cache else None
+
+            for name, variant in stored.variants.items() if stored else ():
+                variants.setdefault(name, variant)
+
+            built = self._build_missing(names)
+
+            if built and before_store is not None:
+                before_store(self._entry)
+
+            if built and cache is not None:
+                self._store(cache, built, raise_store_errors)
+
+        return built
+
+    def _store(self, cache, built, raise_errors):
+        try:
+            cache.store(self.key, self._entry)
+        except OSError as error:
+            if raise_errors:
+                raise
+
+            warnings.warn(
+                f"ninetoothed-ascend: could not cache the {', '.join(built)} "
+                f"variants of kernel `{self.kernel_name}` in {cache.directory} "
+                f"({error}); they run from memory and will be built again in the "
+                "next process.",
+                stacklevel=4,
             )
 
-        variant = self._entry.variants[name]
+    def _build_missing(self, names):
+        variants = self._entry.variants
+        generated = GeneratedSource(
+            variants["cuda"].source, self._entry.kernel_name, self._entry.launch_name
+        )
+        built = tuple(name for name in names if name not in variants)
+
+        for name in built:
+            variants[name] = build_variant(generated, name)
+
+        return built
+
+    def _built(self, name):
+        _check_variant_name(name)
+
+        if name not in self._entry.variants:
+            self.build((name,))
+
+        return self._entry.variants[name]
+
+    def _variant(self, name):
+        variant = self._built(name)
 
         if variant.source is None:
             raise VariantUnavailableError(variant.error)
@@ -296,6 +400,13 @@ def _with_materialized_placeholders(launch):
         return launch(*args, **kwargs)
 
     return materialized
+
+
+def _check_variant_name(name):
+    if name not in VARIANTS:
+        raise KeyError(
+            f"{name!r} is not a variant; choose one of {', '.join(VARIANTS)}"
+        )
 
 
 def _materialize_placeholders(args, kwargs):

@@ -24,7 +24,10 @@ NineToothed upgrade touches one module:
   ``ninetoothed.jit``, the ``jit`` that ``ninetoothed.make`` calls, and the call
   of NineToothed's kernel handle. The originals, and what a NineToothed handle
   holds, are read here: :data:`PLAIN_MAKE`, :data:`PLAIN_JIT`,
-  :data:`MAKE_MODULE`, :data:`NineToothedHandle`, :func:`handle_source`.
+  :data:`MAKE_MODULE`, :data:`NineToothedHandle`, :func:`handle_source`,
+  :func:`handle_launch`, :func:`handle_path`.
+* The cache key describes a NineToothed tensor by its public fields and its
+  history of operations, :func:`tensor_history`.
 """
 
 import contextlib
@@ -146,7 +149,16 @@ class _PropertiesDriver:
 
 
 @contextlib.contextmanager
-def _driver_reporting(properties):
+def driver_reporting(properties):
+    """Make the active Triton driver report ``properties`` inside the ``with`` block, then restore it exactly.
+
+    What :func:`generate_source` does around NineToothed's generator; also
+    for running plain ``ninetoothed.make`` without a GPU (benchmarks, tests).
+    Not thread-safe: it swaps a process-wide driver.
+
+    :param properties: ``dict`` like :data:`DEFAULT_DEVICE_PROPERTIES`.
+    """
+
     # ``DriverConfig`` keeps its state in instance attributes whose names differ
     # between Triton 3.2 (``active``) and 3.9 (``_active``); a snapshot of the
     # instance dictionary restores either exactly.
@@ -202,7 +214,7 @@ def generate_source(
 
     kernel_name = kernel_name if kernel_name is not None else func.__name__
 
-    with _generation_lock, _driver_reporting(properties):
+    with _generation_lock, driver_reporting(properties):
         default_num_warps, default_num_stages = calculate_default_configs()
 
         generator = CodeGenerator()
@@ -274,3 +286,21 @@ def handle_source(handle):
         kernel_name=kernel.__name__,
         launch_name=handle._launch.__name__,
     )
+
+
+def handle_launch(handle):
+    """Return the launch function NineToothed imported for one of its own handles (a :data:`NineToothedHandle`)."""
+
+    return handle._launch
+
+
+def handle_path(handle):
+    """Return the path of the module NineToothed generated for one of its own handles (``str``)."""
+
+    return str(handle._source)
+
+
+def tensor_history(tensor):
+    """Return the operations a ``ninetoothed.Tensor`` was made with: ``((function, args, kwargs), ...)`` (``tile``, ``expand``, ...)."""
+
+    return tuple(tensor._history)

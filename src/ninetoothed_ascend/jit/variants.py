@@ -1,9 +1,9 @@
-"""From NineToothed's source to the three variants of a kernel."""
+"""From NineToothed's source to the variants of a kernel: every pipeline run a handle needs goes through here."""
 
 from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import VARIANT_NAMES, Variant
-from ninetoothed_ascend.jit import interpreter
+from ninetoothed_ascend.jit import emulation, interpreter
 
 #: Variant names, and the torch device type each one serves.
 VARIANTS = VARIANT_NAMES
@@ -13,32 +13,62 @@ _PIPELINES = {"npu": ascendify.PIPELINE, "cpu": interpreter.PIPELINE}
 _TARGETS = {"npu": "triton-ascend", "cpu": "Triton's interpreter"}
 
 
-def build_variants(generated):
-    """Build every variant of one kernel.
+def build_variant(generated, name):
+    """Build variant ``name`` of one kernel.
 
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
-    :return: ``dict`` from each name in :data:`VARIANTS` to a
-        :class:`~ninetoothed_ascend.cache.Variant`. The CUDA variant is
+    :param name: ``str``, one of :data:`VARIANTS`.
+    :return: :class:`~ninetoothed_ascend.cache.Variant`. The CUDA variant is
         NineToothed's source unchanged. A variant whose pipeline fails has
         ``source=None`` and an ``error`` that names the kernel, the variant,
-        the pass and what to do; the other variants are unaffected.
+        the pass and what to do.
     """
 
-    variants = {"cuda": Variant(generated.source)}
+    if name == "cuda":
+        return Variant(generated.source)
 
-    for name, pipeline in _PIPELINES.items():
-        try:
-            rewritten = run_pipeline(generated.source, pipeline)
-        except PipelineError as error:
-            variants[name] = Variant(
-                None,
-                error=(
-                    f"the {name} variant of kernel `{generated.kernel_name}` cannot be "
-                    f"built for {_TARGETS[name]}: pass {error.pass_name}: "
-                    f"{error.message} {error.hint}"
-                ),
-            )
-        else:
-            variants[name] = Variant(rewritten.source, rewritten.rewrites)
+    try:
+        rewritten = run_pipeline(generated.source, _PIPELINES[name])
+    except PipelineError as error:
+        return Variant(
+            None,
+            error=(
+                f"the {name} variant of kernel `{generated.kernel_name}` cannot be "
+                f"built for {_TARGETS[name]}: pass {error.pass_name}: "
+                f"{error.message} {error.hint}"
+            ),
+        )
 
-    return variants
+    return Variant(rewritten.source, rewritten.rewrites)
+
+
+def build_variants(generated):
+    """Build every variant of one kernel (:func:`build_variant` of each of :data:`VARIANTS`).
+
+    :return: ``dict`` from each name in :data:`VARIANTS` to a
+        :class:`~ninetoothed_ascend.cache.Variant`; a variant that fails does
+        not affect the others.
+    """
+
+    return {name: build_variant(generated, name) for name in VARIANTS}
+
+
+def emulated_variant(npu_source, kernel_name, device_type):
+    """Derive the NPU variant emulated on ``device_type`` (:func:`ninetoothed_ascend.jit.emulation.emulate`).
+
+    :param npu_source: ``str``, the NPU variant.
+    :param kernel_name: ``str``, for the error.
+    :param device_type: ``"cuda"`` or ``"cpu"``.
+    :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`.
+    :raises ValueError: an emulation pass cannot map the kernel; the message
+        names the kernel, the pass and what to do.
+    :raises KeyError: ``device_type`` cannot emulate.
+    """
+
+    try:
+        return emulation.emulate(npu_source, device_type)
+    except PipelineError as error:
+        raise ValueError(
+            f"the npu variant of kernel `{kernel_name}` cannot be emulated "
+            f"on {device_type}: pass {error.pass_name}: {error.message} {error.hint}"
+        ) from error
