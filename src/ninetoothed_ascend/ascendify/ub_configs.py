@@ -300,9 +300,14 @@ class FitUnifiedBuffer(Pass):
             )
             message = repr(
                 f"kernel `{kernel.name}` cannot run on Ascend with an innermost stride "
-                f"other than 1 ({', '.join(strides)}) or a flattened tensor whose "
-                f"strides do not collapse{sized}: such accesses take at least "
-                f"32 bytes of Unified Buffer per element (docs/ub.md), and {refusal} "
+                f"other than 1 ({', '.join(strides)})"
+                + (
+                    " or a flattened tensor whose strides do not collapse"
+                    if flags
+                    else ""
+                )
+                + f"{sized}: such accesses take 32 bytes of Unified Buffer per element "
+                f"(docs/ub.md), and {refusal} "
                 "Pass contiguous tensors (`.contiguous()`)."
             )
 

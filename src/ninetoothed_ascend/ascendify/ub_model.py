@@ -1082,10 +1082,16 @@ def _reduce(tile, axis, keep):
     if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
         return _Tile((1,) * len(tile.shape), tile.elem) if keep else None
 
-    if not isinstance(axis, ast.Constant) or not isinstance(axis.value, int):
+    try:
+        # ``axis=-1`` is a negation (``ast.UnaryOp``), not a constant.
+        axis = ast.literal_eval(axis)
+    except ValueError:
         return tile
 
-    position = axis.value % len(tile.shape)
+    if not isinstance(axis, int):
+        return tile
+
+    position = axis % len(tile.shape)
     shape = list(tile.shape)
 
     if keep:
