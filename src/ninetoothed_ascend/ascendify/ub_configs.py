@@ -154,8 +154,8 @@ class FitUnifiedBuffer(Pass):
         """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner, the key and the launch's guards.
 
         A strided launch is one with an innermost stride other than 1 or a
-        layout flag false (a flattened tensor whose strides do not collapse:
-        its accesses keep their gathers).
+        layout flag false or not passed (a flattened tensor whose strides do
+        not collapse: its accesses keep their gathers).
         """
 
         chosen = []
@@ -209,7 +209,7 @@ class FitUnifiedBuffer(Pass):
                     strides=tuple(strides),
                     flags_doc=f", layout flags {tuple(flags)}" if flags else "",
                     flags_test=(
-                        f" and all(arguments[name] for name in {tuple(flags)!r})"
+                        f" and all(arguments.get(name) for name in {tuple(flags)!r})"
                         if flags
                         else ""
                     ),
