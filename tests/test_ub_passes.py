@@ -283,6 +283,76 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypa
     assert "key=['s', 't', 'n']" in source
 
 
+FLATTENED = """
+import triton
+import triton.language
+
+@triton.jit
+def kernel(p, q, n, m, s0, s1, B: triton.language.constexpr, F: triton.language.constexpr):
+    pid = triton.language.program_id(0)
+    x = triton.language.load(p + ((pid * B + triton.language.arange(0, B)) * s1 if F else (pid * B + triton.language.arange(0, B)) // m * s0 + (pid * B + triton.language.arange(0, B)) % m * s1))
+    triton.language.store(q + pid * B + triton.language.arange(0, B), x + 1)
+
+tuned = triton.autotune(configs=[triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)], key=['n'])(kernel)
+
+def launch(p, q):
+    tuned[lambda meta: ((p.numel() + meta['B'] - 1) // meta['B'],)](p, q, p.numel(), p.size(1), p.stride(0), p.stride(1), F=p.stride(0) == p.size(1) * p.stride(1))
+"""
+
+
+def test_model_prices_a_flattened_gather_by_its_layout_flag():
+    tree = ast.parse(FLATTENED)
+    kernel = tree.body[2]
+    aliases = import_aliases(tree)
+
+    def peak(**options):
+        return footprint(kernel, aliases, {"B": 1024, "s1": 1} | options).peak
+
+    # The flag true: the affine address, a double-buffered load and x + 1.
+    assert peak(F=True) == 1024 * 12
+    # False: the gather's 32-byte blocks and its index vectors (16 bytes per
+    # lane, to the statement's end; flat_cast/flat_mul, BiShengIR).
+    assert peak(F=False) == 1024 * (32 + 16)
+    flags = footprint(kernel, aliases, {"B": 1024}, contiguous=True).layout_flags
+    assert flags == {"F"}
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_layout_flags(
+    monkeypatch,
+):
+    # 12 bytes per lane with the flag true, 48 with it false: 48 KB fit
+    # 4096 lanes, or 1024 (NineToothed's 32 and 1024, not extended).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, FLATTENED)
+    tree = ast.parse(source)
+
+    def tried(flag, s1=1):
+        named = {"s1": s1, "F": flag}
+
+        return [config["B"] for config in launch_configs(tree, named)]
+
+    assert count == 1
+    assert tried(True) == [32, 1024, 2048, 4096]
+    assert tried(False) == tried(True, s1=2) == [32, 1024]
+    assert "key=['s1', 'F', 'n']" in source
+
+
+def test_model_drops_a_reduced_negative_axis():
+    source = """
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(p, q, B: tl.constexpr):
+        x = tl.load(p + tl.arange(0, B)[:, None] * 4 + tl.arange(0, 4)[None, :])
+        tl.store(q + tl.arange(0, B), tl.max(x, axis=-1))
+    """
+
+    # A (B, 4) load, double-buffered, and its (B,) maximum; before, the
+    # maximum kept its 4 lanes and the store broadcast it to B x B.
+    # The reduction adds its scratch (2 bytes per lane reduced).
+    assert model(source, {"B": 256}).peak == 256 * 4 * (4 * 2 + 2) + 256 * 4
+
+
 STRIDED_HEAD_DIM = (
     HEAD_DIM_SIZED.replace(
         "triton.language.arange(0, D)[None, :]",

@@ -49,16 +49,6 @@ kernel = ninetoothed_ascend.make(
 )
 
 
-KNOWN_FAILURES = {
-    # tests/test_ub_passes.py: the UB model counts this fixed block (256
-    # outputs x 4 lanes, a window gather) at 2,101,248 bytes, while BiShengIR
-    # plans about 114,940 bytes and reaches hivmc (tests/test_bishengir.py):
-    # an over-estimate of the window gather (issue 15, item 3). The block is
-    # fixed, so the model chooses nothing here.
-    "ub_fit": "UB model over-estimates the fixed window gather: 2,101,248 B "
-    "modelled, about 114,940 B planned by BiShengIR (reaches hivmc)",
-}
-
 CASES = (
     {"batch": 2, "channels": 3, "height": 13, "width": 11},
     {"batch": 1, "channels": 5, "height": 8, "width": 17},

@@ -89,11 +89,18 @@ class FitUnifiedBuffer(Pass):
             if launch_sized is None:
                 continue
 
-            strides = self.innermost_strides(kernel, gpu_configs[0], launch_sized)
+            strides, flags = self.layout(kernel, gpu_configs[0], launch_sized)
 
-            if launch_sized or strides:
+            if launch_sized or strides or flags:
                 chosen = self.choose_per_launch(
-                    node, statement, kernel, gpu_configs, budget, launch_sized, strides
+                    node,
+                    statement,
+                    kernel,
+                    gpu_configs,
+                    budget,
+                    launch_sized,
+                    strides,
+                    flags,
                 )
             else:
                 chosen = self.choose(kernel, gpu_configs, budget)
@@ -122,29 +129,46 @@ class FitUnifiedBuffer(Pass):
 
             return sorted(set(known) - set(config))
 
-    def innermost_strides(self, kernel, config, launch_sized):
-        """The integer parameters that scale the innermost axis of an access (its innermost strides), sorted."""
+    def layout(self, kernel, config, launch_sized):
+        """``(strides, flags)``: the integer parameters that scale the innermost axis of an access (its innermost strides) and the constexpr flags that choose an access's address form (``ContiguousFlatAccess``), each sorted."""
 
         sizes = dict(config) | dict.fromkeys(launch_sized, MIN_LAUNCH_BOUND)
+        flags = footprint(kernel, self.aliases, sizes, contiguous=True).layout_flags
+        # A contiguous launch takes every fast path (the flags true).
+        sizes |= dict.fromkeys(flags, True)
+        strides = footprint(kernel, self.aliases, sizes, contiguous=True).unit_strides
 
-        return sorted(
-            footprint(kernel, self.aliases, sizes, contiguous=True).unit_strides
-        )
+        return sorted(strides), sorted(flags)
 
     def choose_per_launch(
-        self, module, statement, kernel, gpu_configs, budget, launch_sized, strides
+        self,
+        module,
+        statement,
+        kernel,
+        gpu_configs,
+        budget,
+        launch_sized,
+        strides,
+        flags=(),
     ):
-        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner, the key and the launch's guards."""
+        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner, the key and the launch's guards.
+
+        A strided launch is one with an innermost stride other than 1 or a
+        layout flag false or not passed (a flattened tensor whose strides do
+        not collapse: its accesses keep their gathers).
+        """
 
         chosen = []
         table = {}
         refusals = {}
 
-        for contiguous in (True, False) if strides else (True,):
+        for contiguous in (True, False) if strides or flags else (True,):
             bound = MIN_LAUNCH_BOUND
 
             while bound <= MAX_BLOCK_SIZE:
-                fixed = dict.fromkeys(launch_sized, bound)
+                fixed = dict.fromkeys(launch_sized, bound) | dict.fromkeys(
+                    flags, contiguous
+                )
 
                 try:
                     configs = self.choose(
@@ -183,6 +207,12 @@ class FitUnifiedBuffer(Pass):
                     kernel=kernel.name,
                     names=tuple(launch_sized),
                     strides=tuple(strides),
+                    flags_doc=f", layout flags {tuple(flags)}" if flags else "",
+                    flags_test=(
+                        f" and all(arguments.get(name) for name in {tuple(flags)!r})"
+                        if flags
+                        else ""
+                    ),
                     minimum=MIN_LAUNCH_BOUND,
                     table=table,
                 )
@@ -199,29 +229,39 @@ class FitUnifiedBuffer(Pass):
 
         if key is not None and isinstance(key.value, ast.List):
             # A config tuned for one launch size or layout is not reused for another.
-            front = launch_sized + strides
+            front = launch_sized + strides + flags
             old = [element.value for element in key.value.elts]
             new = (front + [item for item in old if item not in front])[:MAX_KEYS]
             key.value = ast.List([ast.Constant(item) for item in new], ast.Load())
 
         for contiguous, (bound, refusal) in refusals.items():
             self.guard_launch(
-                module, name, kernel, launch_sized, strides, contiguous, bound, refusal
+                module,
+                name,
+                kernel,
+                launch_sized,
+                (strides, flags),
+                contiguous,
+                bound,
+                refusal,
             )
 
         return chosen
 
     def guard_launch(
-        self, module, name, kernel, launch_sized, strides, contiguous, bound, refusal
+        self, module, name, kernel, launch_sized, layout, contiguous, bound, refusal
     ):
         """Make the launch of ``name`` raise ``ValueError`` where no config fits.
 
         No config fits a launch size of ``bound`` or more (contiguous
-        launches, or strided ones: an innermost stride in ``strides`` other
-        than 1), and the NPU compile would fail in ``bishengir-compile`` with
-        "ub overflow"; the launch fails first, with the model's numbers
-        (``refusal``) and what to do.
+        launches, or strided ones: an innermost stride in ``layout``'s
+        strides other than 1, or one of its flags false), and the NPU
+        compile would fail in ``bishengir-compile`` with "ub overflow"; the
+        launch fails first, with the model's numbers (``refusal``) and what
+        to do.
         """
+
+        strides, flags = layout
 
         found = launch_call(module, name)
 
@@ -238,9 +278,11 @@ class FitUnifiedBuffer(Pass):
 
         if not contiguous:
             conditions.append(
-                "not all(stride == 1 for stride in ("
+                "not (all(stride == 1 for stride in ("
                 + "".join(f"{ast.unparse(arguments[item])}, " for item in strides)
-                + "))"
+                + ")) and all(("
+                + "".join(f"{ast.unparse(arguments[item])}, " for item in flags)
+                + ")))"
             )
 
         if contiguous:
@@ -258,8 +300,14 @@ class FitUnifiedBuffer(Pass):
             )
             message = repr(
                 f"kernel `{kernel.name}` cannot run on Ascend with an innermost stride "
-                f"other than 1 ({', '.join(strides)}){sized}: such accesses take "
-                f"32 bytes of Unified Buffer per element (docs/ub.md), and {refusal} "
+                f"other than 1 ({', '.join(strides)})"
+                + (
+                    " or a flattened tensor whose strides do not collapse"
+                    if flags
+                    else ""
+                )
+                + f"{sized}: such accesses take 32 bytes of Unified Buffer per element "
+                f"(docs/ub.md), and {refusal} "
                 "Pass contiguous tensors (`.contiguous()`)."
             )
 
@@ -334,9 +382,9 @@ class FitUnifiedBuffer(Pass):
 
 _PRUNER = '''
 def {pruner}(configs, named_args, **kwargs):
-    """The configs of `{kernel}` that fit the Unified Buffer at this launch's {names} and innermost strides {strides} (FitUnifiedBuffer, docs/ub.md)."""
+    """The configs of `{kernel}` that fit the Unified Buffer at this launch's {names} and innermost strides {strides}{flags_doc} (FitUnifiedBuffer, docs/ub.md)."""
     arguments = {{**named_args, **kwargs}}
-    contiguous = all(arguments[name] == 1 for name in {strides!r})
+    contiguous = all(arguments[name] == 1 for name in {strides!r}){flags_test}
     size = max((arguments[name] for name in {names!r}), default=0)
     bound = {minimum}
     while bound < size:

@@ -70,6 +70,27 @@ DEFAULT_ELEM_BYTES = 4
 #: 4096 lanes; ``bench/ub_model_vs_bishengir.py``).
 DISCRETE_ELEM_BYTES = 32
 
+#: Bytes per element of an index vector (``tl.arange`` and integer arithmetic
+#: on it) that is computed lane by lane rather than folded into a strided
+#: copy: ``i32``, as BiShengIR's plans show (``instance_norm``'s
+#: ``offsets < length`` and the digits of a flattened gather:
+#: ``memref<8192xi32>``, ``memref<2048xi32>`` buffers;
+#: ``bench/ub_model_vs_bishengir.py``).
+INDEX_ELEM_BYTES = 4
+
+#: Bytes per lane of a gather's index vectors, held from the start of its
+#: statement to its end on top of its 32-byte blocks: an address computed
+#: with a vector ``//`` or ``%`` (the digits of a flattened tensor whose
+#: strides do not collapse, ``ContiguousFlatAccess``'s flag False).
+#: BiShengIR computes the digits and their mask bounds of every gather of
+#: the statement first, in ``i32``/``i1`` buffers that live to its end.
+#: Measured (single-buffered plans, ``bench/ub_model_vs_bishengir.py``
+#: ``--raw``, non-contiguous inputs): ``flat_cast`` (one gather) 48 bytes
+#: per lane at 4096 lanes (196,608), ``flat_mul``/``flat_lt`` (two) 64 at
+#: 2048 (131,072) and 62 at 4096 (253,952, an overflow). With 16 the model
+#: gives 52 and 72.
+GATHER_INDEX_BYTES = 16
+
 #: Bytes per lane BiShengIR adds to a masked load padded with a value other
 #: than 0: the ``select`` of the padding (an fp32 tile) and two ``i1`` masks.
 #: Measured on ``logsumexp`` (``other=-inf``), fp32, 8192 lanes: two
@@ -215,12 +236,16 @@ class Footprint:
     :param line: ``int``, the line of the kernel where the peak is reached.
     :param unit_strides: ``frozenset`` of the integer parameters taken to be
         1 (``contiguous``): the innermost strides of the kernel's accesses.
+    :param layout_flags: ``frozenset`` of the parameters that choose an
+        access's address form (``a if FLAG else b`` in a pointer, as
+        ``ContiguousFlatAccess`` writes): the fast path where true.
     """
 
     peak: int
     loads: int
     line: int
     unit_strides: frozenset = frozenset()
+    layout_flags: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +326,10 @@ class _Model:
         self.tiles = {}
         self.values = {}
         self.unit_strides = set()
+        self.layout_flags = set()
+        self.hoisted = {}
+        # A cube kernel's constants (its accumulator's zeros) live in L0C, not the UB.
+        self.hoists = not uses_dot(kernel, self.aliases)
         self.parameters = {argument.arg for argument in kernel.args.args}
         self.loads = 0
         self.statement_loads = set()
@@ -308,9 +337,14 @@ class _Model:
         statements = list(_flatten(kernel.body, None, self.static_test))
         last_use = _last_uses(statements)
         defined_at = {}
-        peak, peak_line = 0, kernel.lineno
+        loop_body = {
+            id(statement): position + 1
+            for position, (statement, _) in enumerate(statements)
+            if isinstance(statement, (ast.For, ast.While))
+        }
+        totals = []
 
-        for position, (statement, _) in enumerate(statements):
+        for position, (statement, loop) in enumerate(statements):
             live = sum(
                 self.tiles[name].bytes
                 for name, start in defined_at.items()
@@ -320,15 +354,37 @@ class _Model:
             # (CSE) emits one ``memref.alloc`` for NineToothed's repeated
             # ``load(x) - max(load(x))``.
             self.statement_loads = set()
+            self.statement_indices = 0
             used = self.statement(statement)
+            used += self.statement_indices
+            totals.append(live + used)
+            early = self.early_masks(statement) if loop is not None else 0
 
-            if live + used > peak:
-                peak, peak_line = live + used, getattr(statement, "lineno", 0)
+            for before in range(loop_body[id(loop)] if early else position, position):
+                totals[before] += early
 
             for name in _targets(statement):
                 defined_at.setdefault(name, position)
 
-        return Footprint(peak, self.loads, peak_line, frozenset(self.unit_strides))
+        peak, peak_position = max(
+            ((total, position) for position, total in enumerate(totals)),
+            default=(0, None),
+        )
+        peak_line = (
+            kernel.lineno
+            if peak_position is None
+            else getattr(statements[peak_position][0], "lineno", 0)
+        )
+
+        peak += sum(self.hoisted.values())
+
+        return Footprint(
+            peak,
+            self.loads,
+            peak_line,
+            frozenset(self.unit_strides),
+            frozenset(self.layout_flags),
+        )
 
     def statement(self, statement):
         if isinstance(statement, ast.Assign):
@@ -396,6 +452,8 @@ class _Model:
     # An expression's (tile or None, bytes used while computing it, bytes of
     # its result that are newly allocated).
     def expression(self, node):
+        node = self.taken(node)
+
         if isinstance(node, ast.Name):
             return self.tiles.get(node.id), 0, 0
 
@@ -476,6 +534,7 @@ class _Model:
             pointer = arguments.get(0, arguments.get("pointer"))
             mask = arguments.get(1, arguments.get("mask"))
             shape = _broadcast(self.shape_of(pointer), self.shape_of(mask))
+            self.note_layout_flags(pointer)
 
             if shape is None:
                 return None, 0, 0
@@ -487,6 +546,7 @@ class _Model:
 
             if self.discrete(pointer, shape.shape):
                 tile = _Tile(shape.shape, elem, 1, DISCRETE_ELEM_BYTES)
+                self.gather_indices(pointer, shape.shape)
             elif _padded(mask, other):
                 tile = _Tile(shape.shape, elem, self.copies, extra=SELECT_BYTES)
             else:
@@ -501,6 +561,7 @@ class _Model:
         if function == "store":
             pointer = arguments.get(0, arguments.get("pointer"))
             value = arguments.get(1, arguments.get("value"))
+            self.note_layout_flags(pointer)
             tile, used, fresh = self.expression(value)
             shape = _broadcast(self.shape_of(pointer), tile)
 
@@ -508,20 +569,34 @@ class _Model:
                 # Scattered from a buffer of 32-byte blocks, as a strided load.
                 scattered = math.prod(shape.shape) * DISCRETE_ELEM_BYTES
                 used = max(used, fresh + scattered)
+                self.gather_indices(pointer, shape.shape)
 
             return None, used, 0
 
         if function == "arange":
-            # An index vector outside a load or store: materialized as int32.
-            return self.shape_of(node), 0, 0
+            # An index vector outside a structured address: materialized as
+            # int32, hoisted out of the task loop as a constant is.
+            tile = _Tile(self.shape_of(node).shape, INDEX_ELEM_BYTES)
+
+            if not self.hoists:
+                return tile, tile.bytes, tile.bytes
+
+            self.hoisted[ast.dump(node)] = tile.bytes
+
+            return tile, 0, 0
 
         if function in ("zeros", "full"):
             shape = tuple(self.integer(item) for item in _elements(node.args[0]))
             dtype = arguments.get(2 if function == "full" else 1)
             dtype = arguments.get("dtype", dtype)
             tile = _Tile(shape, self.dtype_bytes(dtype))
+            if not self.hoists:
+                return tile, tile.bytes, tile.bytes
 
-            return tile, tile.bytes, tile.bytes
+            # A constant: hoisted out of the task loop, one buffer for the whole kernel.
+            self.hoisted[ast.dump(node)] = tile.bytes
+
+            return tile, 0, 0
 
         if function == "dot":
             a, used_a, fresh_a = self.expression(node.args[0])
@@ -561,6 +636,77 @@ class _Model:
 
         return self.combine(operands, temporaries=temporaries)
 
+    def early_masks(self, statement):
+        """Bytes of the statement's lane masks that BiShengIR computes at the top of the loop body, before its loads.
+
+        A comparison of lane offsets (``arange`` and scalars, no loaded
+        value), outside any address or mask of a load or store (those are
+        analysed into strided copies), does not depend on the loop body's
+        loads: BiShengIR's plan computes it first and keeps it, in a slot
+        of the ``i32`` offsets, until it is used. Measured on
+        ``instance_norm`` fp16 at 8192 lanes (``--enable-memory-display``):
+        ``offsets < length`` of its second loop planned at IR position 140,
+        the loop's load at 159, both live until 170. Vector-only kernels.
+        """
+
+        if not self.hoists:
+            return 0
+
+        accesses = {
+            id(inner)
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Call)
+            and self.name(node.func)
+            in ("triton.language.load", "triton.language.store")
+            for argument in [*node.args, *(item.value for item in node.keywords)]
+            for inner in ast.walk(argument)
+        }
+        total = 0
+
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Compare) or id(node) in accesses:
+                continue
+
+            calls = {
+                self.name(inner.func)
+                for inner in ast.walk(node)
+                if isinstance(inner, ast.Call)
+            }
+
+            if (
+                "triton.language.arange" in calls
+                and "triton.language.load" not in calls
+            ):
+                try:
+                    shape = self.shape_of(node)
+                except UnknownSize:
+                    continue
+
+                if shape is not None:
+                    total += math.prod(shape.shape) * INDEX_ELEM_BYTES
+
+        return total
+
+    def note_layout_flags(self, pointer):
+        self.layout_flags.update(
+            node.test.id
+            for node in ast.walk(pointer)
+            if isinstance(node, ast.IfExp)
+            and isinstance(node.test, ast.Name)
+            and node.test.id in self.parameters
+        )
+
+    def gather_indices(self, pointer, shape):
+        """Count the index vectors of a gather: an address with a vector ``//`` or ``%`` (:data:`GATHER_INDEX_BYTES`)."""
+
+        if any(
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+            and self.shape_of(node) is not None
+            for node in ast.walk(self.taken(pointer))
+        ):
+            self.statement_indices += math.prod(shape) * GATHER_INDEX_BYTES
+
     def discrete(self, pointer, shape):
         """Whether an access at ``pointer`` (of tile ``shape``) is strided or gather-like on its innermost axis.
 
@@ -582,6 +728,7 @@ class _Model:
         return not self.unit_stride(pointer, axis, len(shape), 0)
 
     def unit_stride(self, node, axis, rank, depth):
+        node = self.taken(node)
         tile = self.shape_of(node)
 
         if tile is None or not self.along(tile, axis, rank):
@@ -648,6 +795,8 @@ class _Model:
     def shape_of(self, node):
         """The broadcast shape of the ``arange`` terms of ``node`` (a tile of element size 0)."""
 
+        node = self.taken(node)
+
         if node is None:
             return None
 
@@ -671,6 +820,24 @@ class _Model:
                 shape = _broadcast(shape, self.shape_of(child))
 
         return shape
+
+    def taken(self, node):
+        """The branch of ``a if FLAG else b`` that Triton compiles, where ``FLAG`` is a given constexpr; else ``node``.
+
+        ``ContiguousFlatAccess`` writes a flattened access as
+        ``affine if FLAG else gather``; the launch sets ``FLAG``, and the
+        two compile as different kernels (the gather path takes the UB of
+        its address arithmetic, :meth:`address_bytes`).
+        """
+
+        while (
+            isinstance(node, ast.IfExp)
+            and isinstance(node.test, ast.Name)
+            and node.test.id in self.constexprs
+        ):
+            node = node.body if self.constexprs[node.test.id] else node.orelse
+
+        return node
 
     def static_test(self, test):
         """The value of an ``if`` test on constexpr integers, or ``None`` if it is not one."""
@@ -915,10 +1082,16 @@ def _reduce(tile, axis, keep):
     if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
         return _Tile((1,) * len(tile.shape), tile.elem) if keep else None
 
-    if not isinstance(axis, ast.Constant) or not isinstance(axis.value, int):
+    try:
+        # ``axis=-1`` is a negation (``ast.UnaryOp``), not a constant.
+        axis = ast.literal_eval(axis)
+    except ValueError:
         return tile
 
-    position = axis.value % len(tile.shape)
+    if not isinstance(axis, int):
+        return tile
+
+    position = axis % len(tile.shape)
     shape = list(tile.shape)
 
     if keep:
