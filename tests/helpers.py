@@ -13,13 +13,14 @@ import pytest
 from conftest import EXAMPLE_NAMES, EXAMPLE_PATHS
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.compiler.target import Target
 
 
 def rewrite(pass_class, source):
-    """Run one pass on ``source``; return the new source and the number of rewrites."""
+    """Run one pass, for the NPU variant's target here, on ``source``; return the new source and the number of rewrites."""
 
     tree = ast.parse(textwrap.dedent(source))
-    count = pass_class().run(tree)
+    count = pass_class(Target.from_environment("npu")).run(tree)
 
     return ast.unparse(tree), count
 

@@ -8,9 +8,10 @@ from helpers import rewrite
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
-from ninetoothed_ascend.ascendify import PIPELINE, DeferAutotune, FilterAutotuneKey
-from ninetoothed_ascend.ascendify.autotune_key import MAX_KEYS
+from ninetoothed_ascend.ascendify import DeferAutotune, FilterAutotuneKey
 from ninetoothed_ascend.ascendify.base import autotune_assignments, keyword
+from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
+from ninetoothed_ascend.compiler.target import AUTOTUNE_KEYS_UP_TO_3_2 as MAX_KEYS
 
 MODULE = """
 import triton

@@ -20,7 +20,7 @@ import types
 import ninetoothed
 import triton
 
-from ninetoothed_ascend.ascendify.ub_model import soc
+from ninetoothed_ascend.compiler.target import Target
 
 #: Packages whose objects are described by name only: their behaviour is
 #: covered by the versions in :func:`environment`.
@@ -59,9 +59,10 @@ def environment_key(digest):
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    # The NPU variant is generated for one SoC (UB size, core counts), which
-    # the environment may configure: see ascendify.ub_model.soc.
-    description = repr((environment(), soc(), digest))
+    # The NPU variant is generated for one target (SoC, triton-ascend
+    # version), which the environment may configure; the other variants
+    # depend on no more than environment() holds.
+    description = repr((environment(), Target.from_environment("npu"), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 

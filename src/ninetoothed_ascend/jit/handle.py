@@ -8,6 +8,7 @@ import torch
 
 from ninetoothed_ascend.ascendify.base import PipelineError
 from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.jit import arguments, emulation
 from ninetoothed_ascend.jit.variants import VARIANTS
 
@@ -121,7 +122,7 @@ class Handle:
                 f"Use handle.variant(name) to run one explicitly."
             )
 
-        if device_type in emulation.DEVICE_TYPES and emulation.emulation_requested():
+        if device_type in pipelines.EMULATIONS and emulation.emulation_requested():
             launch, variant = self.emulated(device_type), "npu"
         else:
             launch, variant = self.variant(device_type), device_type
@@ -159,7 +160,7 @@ class Handle:
 
         The NPU variant's source, unchanged but for its Ascend-only symbols
         (triton-ascend's libdevice, ``hf32``), which
-        :func:`ninetoothed_ascend.jit.emulation.emulate` maps to portable ones
+        :func:`ninetoothed_ascend.compiler.pipelines.emulate` maps to portable ones
         with the same meaning, imported with the installed Triton; on the CPU
         it runs in Triton's interpreter. Derived at the first request and
         kept in memory. Calls with tensors on ``device_type`` dispatch here
@@ -217,7 +218,7 @@ class Handle:
         npu_source = self._variant("npu").source
 
         try:
-            rewritten = emulation.emulate(npu_source, device_type)
+            rewritten = pipelines.emulate(npu_source, device_type)
         except PipelineError as error:
             raise VariantUnavailableError(
                 f"the npu variant of kernel `{self.kernel_name}` cannot be emulated "
