@@ -16,7 +16,6 @@ from helpers import shared_example
 
 from ninetoothed_ascend import host
 from ninetoothed_ascend.ascendify import (
-    FilterAutotuneKey,
     PipelineError,
     RemapLibdevice,
     run_pipeline,
@@ -84,29 +83,7 @@ def test_the_triton_ascend_version_decides_key_limit_and_libdevice(
 
 def test_an_unreadable_triton_ascend_version_is_an_error():
     with pytest.raises(ValueError, match="'nightly' is not MAJOR.MINOR"):
-        _npu("nightly").autotune_key_limit
-
-
-@pytest.mark.parametrize("version, limit, modules", VERSIONS)
-def test_filter_autotune_key_keeps_the_target_s_number_of_keys(
-    version, limit, modules
-):
-    parameters = ", ".join(f"n{index}" for index in range(20))
-    arguments = ", ".join(f"x.size({index})" for index in range(20))
-    source = f"""
-import triton
-@triton.jit
-def kernel(p, {parameters}):
-    pass
-tuned = triton.autotune(configs=[], key={[f"n{index}" for index in range(20)]})(kernel)
-def launch(x):
-    tuned[lambda meta: (x.size(19),)](x, {arguments})
-"""
-    rewritten = run_pipeline(source, (FilterAutotuneKey,), _npu(version))
-
-    assert _keys(rewritten.source) == [
-        ["n19"] + [f"n{index}" for index in range(limit - 1)]
-    ]
+        _npu("nightly")
 
 
 @pytest.mark.parametrize("version, limit, modules", VERSIONS[:2])

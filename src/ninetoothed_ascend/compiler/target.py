@@ -38,6 +38,9 @@ AUTOTUNE_KEYS_UP_TO_3_2 = 12
 #: ``third_party/ascend/backend/runtime/autotuner.py`` and ``utils.py``.
 AUTOTUNE_KEYS_AFTER_3_2 = 6
 
+#: The release a version string starts with: ``MAJOR.MINOR``.
+_RELEASE = re.compile(r"(\d+)\.(\d+)")
+
 
 @dataclasses.dataclass(frozen=True)
 class Soc:
@@ -131,12 +134,23 @@ class Target:
         triton-ascend's version when it is the ``triton`` that ``import
         triton`` finds, else ``None`` (a CUDA or CPU machine generating the
         NPU variant for the tests, the emulation and the compile check).
+    :raises ValueError: ``triton_ascend_version`` does not start with
+        ``MAJOR.MINOR``.
     """
 
     variant: str
     soc: Soc = Soc()
     triton_version: str | None = None
     triton_ascend_version: str | None = None
+
+    def __post_init__(self):
+        if self.triton_ascend_version is not None and not _RELEASE.match(
+            self.triton_ascend_version
+        ):
+            raise ValueError(
+                f"triton-ascend version {self.triton_ascend_version!r} is not "
+                "MAJOR.MINOR[...]; reinstall triton-ascend"
+            )
 
     @classmethod
     def from_environment(cls, variant):
@@ -191,15 +205,9 @@ class Target:
         if self.triton_ascend_version is None:
             return False
 
-        match = re.match(r"(\d+)\.(\d+)", self.triton_ascend_version)
+        major, minor = _RELEASE.match(self.triton_ascend_version).groups()
 
-        if match is None:
-            raise ValueError(
-                f"triton-ascend version {self.triton_ascend_version!r} is not "
-                "MAJOR.MINOR[...]; reinstall triton-ascend"
-            )
-
-        return (int(match[1]), int(match[2])) > (3, 2)
+        return (int(major), int(minor)) > (3, 2)
 
 
 @functools.cache
