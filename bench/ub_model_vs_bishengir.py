@@ -32,7 +32,8 @@ import sys
 
 from ninetoothed_ascend import bishengir, compile_check, examples
 from ninetoothed_ascend.ascendify.base import import_aliases
-from ninetoothed_ascend.ascendify.ub_model import footprint, soc
+from ninetoothed_ascend.ascendify.ub_model import footprint
+from ninetoothed_ascend.compiler.target import soc
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -16,12 +16,13 @@ import re
 import sys
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.compiler import pipelines
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENT = ROOT / "docs" / "passes.md"
 
-#: The heading of each pipeline's table in the document, and its variant.
-SECTIONS = {"## NPU pipeline": "npu", "## CPU pipeline": "cpu"}
+#: The heading of each variant's pipeline table in the document, and the variant.
+SECTIONS = {f"## {variant.upper()} pipeline": variant for variant in pipelines.VARIANTS}
 
 
 def fires_on(modules):

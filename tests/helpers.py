@@ -13,13 +13,14 @@ import pytest
 from conftest import EXAMPLE_NAMES, EXAMPLE_PATHS
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.compiler.target import Target
 
 
-def rewrite(pass_class, source):
-    """Run one pass on ``source``; return the new source and the number of rewrites."""
+def rewrite(pass_class, source, target=None):
+    """Run one pass on ``source`` for ``target`` (default: the NPU variant's here); return the new source and the number of rewrites."""
 
     tree = ast.parse(textwrap.dedent(source))
-    count = pass_class().run(tree)
+    count = pass_class(target or Target.from_environment("npu")).run(tree)
 
     return ast.unparse(tree), count
 

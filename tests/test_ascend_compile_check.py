@@ -23,7 +23,7 @@ from ninetoothed_ascend.compile_check import (
     compile_stages,
     launch_arguments,
 )
-from ninetoothed_ascend.jit import variants
+from ninetoothed_ascend.compiler import pipelines
 
 pytestmark = pytest.mark.ascend
 
@@ -53,10 +53,10 @@ def test_without_fold_true_mask_the_frontend_fails(monkeypatch):
 
     pipeline = tuple(
         step
-        for step in ascendify.PIPELINE
+        for step in pipelines.NPU
         if step not in (ascendify.FoldTrueMask, ascendify.GroupMaskTerms)
     )
-    monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
+    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
     module = load_example("add")
 
     with pytest.raises(
@@ -144,7 +144,7 @@ def test_pooling_contiguous_launches_keep_only_the_window_gather(name):
 
 def _whole_tile_ands(monkeypatch, pipeline):
     # The first config of conv2d (fp16), compiled as its launch compiles it.
-    monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
+    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
     module = load_example("conv2d")
     kernel, arguments = launch_arguments(
         module.kernel.module("npu"),
@@ -163,8 +163,8 @@ def test_conv2d_mask_has_few_whole_tile_ands(monkeypatch):
     """Why GroupMaskTerms exists: without it conv2d's masks are ~60 whole-tile ``andi`` (99 before ContiguousFlatAccess), and BiShengIR did not finish in 300 s (docs/benchmarks.md)."""
 
     without = tuple(
-        step for step in ascendify.PIPELINE if step is not ascendify.GroupMaskTerms
+        step for step in pipelines.NPU if step is not ascendify.GroupMaskTerms
     )
 
     assert _whole_tile_ands(monkeypatch, without) > 50
-    assert _whole_tile_ands(monkeypatch, ascendify.PIPELINE) < 20
+    assert _whole_tile_ands(monkeypatch, pipelines.NPU) < 20

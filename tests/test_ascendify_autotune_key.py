@@ -4,13 +4,16 @@ import ast
 import re
 
 import ninetoothed
+import pytest
 from helpers import rewrite
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
-from ninetoothed_ascend.ascendify import PIPELINE, DeferAutotune, FilterAutotuneKey
-from ninetoothed_ascend.ascendify.autotune_key import MAX_KEYS
+from ninetoothed_ascend.ascendify import DeferAutotune, FilterAutotuneKey
 from ninetoothed_ascend.ascendify.base import autotune_assignments, keyword
+from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
+from ninetoothed_ascend.compiler.target import AUTOTUNE_KEYS_UP_TO_3_2 as MAX_KEYS
+from ninetoothed_ascend.compiler.target import Target
 
 MODULE = """
 import triton
@@ -56,7 +59,9 @@ def test_filter_autotune_key_leaves_an_autotuner_without_a_launch():
     assert len(_key(source)) == 8
 
 
-def test_filter_autotune_key_caps_the_key():
+# The limit follows the target's triton-ascend: 12 axes up to 3.2, 6 after.
+@pytest.mark.parametrize("version, limit", [("3.2.0", MAX_KEYS), ("3.5.0", 6)])
+def test_filter_autotune_key_caps_the_key(version, limit):
     parameters = ", ".join(f"n{index}" for index in range(20))
     arguments = ", ".join(f"x.size({index})" for index in range(20))
     source, count = rewrite(
@@ -70,10 +75,11 @@ tuned = triton.autotune(configs=[], key={[f"n{index}" for index in range(20)]})(
 def launch(x):
     tuned[lambda meta: (x.size(19),)](x, {arguments})
 """,
+        Target("npu", triton_ascend_version=version),
     )
 
     assert count == 1
-    assert _key(source) == ["n19"] + [f"n{index}" for index in range(MAX_KEYS - 1)]
+    assert _key(source) == ["n19"] + [f"n{index}" for index in range(limit - 1)]
 
 
 def test_filter_autotune_key_runs_before_defer_autotune():

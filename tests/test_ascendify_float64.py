@@ -10,7 +10,8 @@ from helpers import rewrite
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
-from ninetoothed_ascend.ascendify import PIPELINE, LowerFloat64, run_pipeline
+from ninetoothed_ascend.ascendify import LowerFloat64, run_pipeline
+from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 
 KERNEL = """
 import triton

@@ -13,12 +13,12 @@ from ninetoothed import Tensor
 from ninetoothed.language import libdevice
 
 import ninetoothed_ascend
-from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify import (
     FoldMathConstants,
     ImportStandardModules,
     run_pipeline,
 )
+from ninetoothed_ascend.compiler import pipelines
 
 
 def test_imports_standard_modules_read_but_never_bound():
@@ -128,7 +128,7 @@ def test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check(
 
     # Unimported, ``math`` is an unknown name to the frontend.
     broken = _without(
-        kernel, ascendify.PIPELINE, (ImportStandardModules, FoldMathConstants), tmp_path
+        kernel, pipelines.NPU, (ImportStandardModules, FoldMathConstants), tmp_path
     )
 
     with pytest.raises(StageError, match=r"(?s)\[ttir\].*math"):
@@ -136,7 +136,7 @@ def test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check(
 
     # Imported, it still fails: the frontend makes ``math.pi`` a constexpr
     # that ``math.sqrt`` cannot take.
-    broken = _without(kernel, ascendify.PIPELINE, (FoldMathConstants,), tmp_path)
+    broken = _without(kernel, pipelines.NPU, (FoldMathConstants,), tmp_path)
 
     with pytest.raises(StageError, match="__index__ returned non-int"):
         check_variant(broken, launch, x)

@@ -12,6 +12,7 @@ from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import RewriteError, run_pipeline
 from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice, composite_function
+from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.libdevice_table import (
     ASCEND_FUNCTIONS,
     LIBDEVICE,
@@ -258,8 +259,6 @@ def _composite_inputs(name, arity):
 def test_composite_computes_what_torch_does(name):
     """Level 3: each core-only composite, run by Triton's interpreter, against torch."""
 
-    from ninetoothed_ascend.jit import interpreter
-
     composite = LIBDEVICE[name]
     assert isinstance(composite, Composite)
     assert "libdevice." not in composite.source
@@ -281,7 +280,7 @@ def kernel({"".join(f"{parameter}_pointer, " for parameter in parameters)}output
 """
     namespace = {}
     exec(
-        compile(run_pipeline(source, interpreter.PIPELINE).source, name, "exec"),
+        compile(run_pipeline(source, pipelines.CPU).source, name, "exec"),
         namespace,
     )
     inputs = _composite_inputs(name, len(parameters))
@@ -384,8 +383,8 @@ def _compiled_entries():
 def test_every_mapped_function_compiles_for_ascend(tmp_path):
     """Level 2: a kernel calling each mapped libdevice function the way NineToothed does passes ttir and ttadapter."""
 
-    from ninetoothed_ascend.ascendify import PIPELINE
     from ninetoothed_ascend.compile_check import StageError, compile_stages
+    from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 
     failures = {}
 

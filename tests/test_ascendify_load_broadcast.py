@@ -9,7 +9,8 @@ import importlib.util
 import pytest
 from helpers import assert_no_rewrite, rewrite
 
-from ninetoothed_ascend.ascendify import PIPELINE, BroadcastLoadPointer, run_pipeline
+from ninetoothed_ascend.ascendify import BroadcastLoadPointer, run_pipeline
+from ninetoothed_ascend.compiler.pipelines import NPU
 
 #: The shape of NineToothed's load of a tile expanded inside the program:
 #: the pointer spans the columns only, the mask rows and columns.
@@ -87,7 +88,7 @@ def test_one_helper_per_set_of_missing_axes():
 
 
 def test_is_in_the_npu_pipeline():
-    assert BroadcastLoadPointer in PIPELINE
+    assert BroadcastLoadPointer in NPU
 
 
 def _compile(source, tmp_path):

@@ -9,7 +9,6 @@ import pytest
 from helpers import assert_no_rewrite, rewrite
 
 from ninetoothed_ascend.ascendify import (
-    PIPELINE,
     DeferAutotune,
     FillMaskedLoads,
     FoldTrueMask,
@@ -23,6 +22,7 @@ from ninetoothed_ascend.ascendify import (
     UseHf32InDot,
     run_pipeline,
 )
+from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 
 
 def test_fold_true_mask_in_loads_and_stores():

@@ -30,7 +30,7 @@ from ninetoothed_ascend.compile_check import (
     check_variant,
     compile_stages,
 )
-from ninetoothed_ascend.jit import variants
+from ninetoothed_ascend.compiler import pipelines
 
 pytestmark = [
     pytest.mark.ascend,
@@ -98,7 +98,7 @@ def first_pass_under_valgrind(ttir, tmp_path):
 
 
 def flash_attention_adapter_input(monkeypatch, pipeline):
-    monkeypatch.setitem(variants._PIPELINES, "npu", pipeline)
+    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
     module = load_example("flash_attention")
     inputs = module.inputs("cpu", torch.float16, is_causal=True)
 
@@ -114,7 +114,7 @@ def test_flash_attention_without_the_lower_bound_passes_reads_freed_memory_where
 
     without = tuple(
         step
-        for step in ascendify.PIPELINE
+        for step in pipelines.NPU
         if step
         not in (
             ascendify.ScalarizeTileLowerBounds,
@@ -142,7 +142,7 @@ def test_flash_attention_without_the_lower_bound_passes_reads_freed_memory_where
 
 def test_flash_attention_with_the_pass_is_clean_under_valgrind(monkeypatch, tmp_path):
     errors, _ = first_pass_under_valgrind(
-        flash_attention_adapter_input(monkeypatch, ascendify.PIPELINE), tmp_path
+        flash_attention_adapter_input(monkeypatch, pipelines.NPU), tmp_path
     )
 
     assert errors == 0

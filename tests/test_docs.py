@@ -29,10 +29,9 @@ def test_pass_table_lists_the_kernels_each_pass_fires_on():
 
 
 def test_every_pass_has_a_row_in_the_pass_table():
-    from ninetoothed_ascend import ascendify
-    from ninetoothed_ascend.jit import interpreter
+    from ninetoothed_ascend.compiler import pipelines
 
     document = load_script().DOCUMENT.read_text()
 
-    for step in (*ascendify.PIPELINE, *interpreter.PIPELINE):
+    for step in (*pipelines.NPU, *pipelines.CPU):
         assert f"| `{step.__name__}` |" in document

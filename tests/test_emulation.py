@@ -14,6 +14,7 @@ import ninetoothed_ascend
 from ninetoothed_ascend import ascendify, examples
 from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.jit import emulation, interpreter
 from ninetoothed_ascend.jit.handle import _import_variant
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
@@ -140,25 +141,25 @@ def test_cpu_variant_refuses_cuda_libdevice_functions_it_cannot_compute(name):
         match=f"pass InterpretLibdevice: `triton.language.extra.libdevice.{name}` "
         "is not a function of CUDA Triton's libdevice that ninetoothed-ascend can run on cpu",
     ):
-        run_pipeline(CUDA_CALL.format(name=name), interpreter.PIPELINE)
+        run_pipeline(CUDA_CALL.format(name=name), pipelines.CPU)
 
 
 @pytest.mark.parametrize("name", INTRINSICS)
 def test_ascend_intrinsics_are_refused_by_name(name):
     with pytest.raises(PipelineError, match=f"libdevice.{name}`.*no portable"):
-        run_pipeline(npu_call(name, 2), emulation.PIPELINES["cpu"])
+        run_pipeline(npu_call(name, 2), pipelines.EMULATIONS["cpu"])
 
 
 def test_unknown_libdevice_function_is_refused_by_name():
     with pytest.raises(PipelineError, match="`.*libdevice.sinpi` is not a function"):
-        run_pipeline(npu_call("sinpi", 1), emulation.PIPELINES["cuda"])
+        run_pipeline(npu_call("sinpi", 1), pipelines.EMULATIONS["cuda"])
 
 
 def test_libdevice_function_used_as_a_value_is_refused():
     source = npu_call("tanh").replace("return ld.tanh(x)", "return ld.tanh")
 
     with pytest.raises(PipelineError, match="used other than by calling it"):
-        run_pipeline(source, emulation.PIPELINES["cuda"])
+        run_pipeline(source, pipelines.EMULATIONS["cuda"])
 
 
 def test_flip_becomes_core_flip():
@@ -225,14 +226,14 @@ def kernel(x):
         PipelineError,
         match="pass RejectAscendOnly: `triton.triton_patch.language.core.sort` exists only",
     ):
-        run_pipeline(source, emulation.PIPELINES["cuda"])
+        run_pipeline(source, pipelines.EMULATIONS["cuda"])
 
     with pytest.raises(
         PipelineError, match="pass RejectAscendOnly: `triton.triton_patch"
     ):
         run_pipeline(
             "import triton\nx = triton.triton_patch.language.core.sort\n",
-            emulation.PIPELINES["cuda"],
+            pipelines.EMULATIONS["cuda"],
         )
 
 
@@ -359,7 +360,7 @@ def test_each_mapped_function_means_on_the_cpu_what_torch_computes(name):
     arguments = [domain(generator) for domain in domains]
     padded = arguments + [torch.ones(64)] * (3 - len(arguments))
     output = torch.empty(64)
-    module = _import(emulation.emulate(_kernel_source(name), "cpu").source, name)
+    module = _import(pipelines.emulate(_kernel_source(name), "cpu").source, name)
 
     module.kernel[(1,)](*padded, output, 60, BLOCK=64)
 
@@ -371,7 +372,7 @@ def test_each_mapped_function_means_on_the_cpu_what_torch_computes(name):
 
 def test_flip_means_on_the_cpu_what_torch_flip_computes():
     source = KERNEL.format(name="flip", arguments="x, 0")
-    module = _import(emulation.emulate(source, "cpu").source, "flip")
+    module = _import(pipelines.emulate(source, "cpu").source, "flip")
     x = torch.randn(64, generator=torch.Generator().manual_seed(0))
     output = torch.empty(64)
 
@@ -383,7 +384,7 @@ def test_flip_means_on_the_cpu_what_torch_flip_computes():
 def test_div_rz_rounds_toward_zero():
     # 1/3 and -1/3 in fp32: round-to-nearest rounds up in magnitude for one
     # of them; toward zero never does.
-    module = _import(emulation.emulate(_kernel_source("div_rz"), "cpu").source, "rz")
+    module = _import(pipelines.emulate(_kernel_source("div_rz"), "cpu").source, "rz")
     x = torch.tensor([1.0, -1.0, 2.0, -2.0] * 16)
     y = torch.full((64,), 3.0)
     output = torch.empty(64)
@@ -475,7 +476,7 @@ def test_each_cuda_mapping_passes_cuda_tritons_frontend(
         pytest.skip("computed in the argument's own format; CUDA has no fp16 libdevice")
 
     ir_text = _cuda_make_ir(
-        emulation.emulate(_kernel_source(name), "cuda").source, name, f"*{dtype}"
+        pipelines.emulate(_kernel_source(name), "cuda").source, name, f"*{dtype}"
     )
 
     if "L." in PORTABLE[name].cuda:
@@ -552,7 +553,7 @@ def test_emulation_failure_names_kernel_variant_pass_and_remedy(monkeypatch):
         def visit_Module(self, node):
             raise ascendify.RewriteError("cannot map this.", "Do something else.")
 
-    monkeypatch.setitem(emulation.PIPELINES, "cpu", (Refuses,))
+    monkeypatch.setitem(pipelines.EMULATIONS, "cpu", (Refuses,))
     module = load_example("add")
 
     with pytest.raises(
@@ -575,7 +576,7 @@ def test_without_boolean_mask_data_the_interpreter_refuses_the_npu_mask():
     module = load_example("add")
     pipeline = tuple(
         pass_class
-        for pass_class in emulation.PIPELINES["cpu"]
+        for pass_class in pipelines.EMULATIONS["cpu"]
         if pass_class is not emulation.BooleanMaskData
     )
     source = run_pipeline(module.kernel.source("npu"), pipeline).source
@@ -587,9 +588,7 @@ def test_without_boolean_mask_data_the_interpreter_refuses_the_npu_mask():
     ):
         module.launch(launch, input, other)
 
-    assert (
-        interpreter.PIPELINE == emulation.PIPELINES["cpu"][-len(interpreter.PIPELINE) :]
-    )
+    assert pipelines.CPU == pipelines.EMULATIONS["cpu"][-len(pipelines.CPU) :]
 
 
 DOT_KERNEL = """
@@ -608,7 +607,7 @@ def kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
 
 
 def test_hf32_dot_runs_emulated_on_the_cpu_and_matches_torch():
-    module = _import(emulation.emulate(DOT_KERNEL, "cpu").source, "hf32_cpu")
+    module = _import(pipelines.emulate(DOT_KERNEL, "cpu").source, "hf32_cpu")
     generator = torch.Generator().manual_seed(0)
     a, b = (torch.randn(16, 16, generator=generator) for _ in range(2))
     c = torch.empty(16, 16)
@@ -621,7 +620,7 @@ def test_hf32_dot_runs_emulated_on_the_cpu_and_matches_torch():
 def test_hf32_dot_emulated_on_cuda_passes_cuda_tritons_frontend_as_tf32(
     pristine_triton_language,
 ):
-    source = emulation.emulate(DOT_KERNEL, "cuda").source
+    source = pipelines.emulate(DOT_KERNEL, "cuda").source
 
     assert "input_precision='tf32'" in source
     assert "tt.dot" in _cuda_make_ir(source, "hf32", "*fp32")

@@ -8,8 +8,8 @@ import torch
 from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import LowerClamp, RewriteError, run_pipeline
+from ninetoothed_ascend.compiler.pipelines import CPU as PIPELINE
 from ninetoothed_ascend.jit.interpreter import (
-    PIPELINE,
     BindLanguageModule,
     FixAutotuneConfig,
     IndexLoopBounds,

@@ -15,12 +15,8 @@ from ninetoothed_ascend.ascendify import (
 )
 from ninetoothed_ascend.ascendify.base import import_aliases, resolve
 from ninetoothed_ascend.ascendify.ub_configs import kernel_configs, launch_configs
-from ninetoothed_ascend.ascendify.ub_model import (
-    Soc,
-    UnknownSize,
-    footprint,
-    soc,
-)
+from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
+from ninetoothed_ascend.compiler.target import Soc, soc
 
 
 def model(source, constexprs, **options):

@@ -8,7 +8,8 @@ from helpers import example_cases, load_example, shared_example
 
 import ninetoothed_ascend
 from ninetoothed_ascend import examples
-from ninetoothed_ascend.jit import ninetoothed_adapter, variants
+from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.jit import ninetoothed_adapter
 
 
 def ninetoothed_reference_source(module):
@@ -111,7 +112,7 @@ class _Refuses(ninetoothed_ascend.ascendify.Pass):
 
 
 def test_npu_failure_leaves_cuda_and_cpu_variants_working(monkeypatch):
-    monkeypatch.setitem(variants._PIPELINES, "npu", (_Refuses,))
+    monkeypatch.setitem(pipelines.VARIANTS, "npu", (_Refuses,))
     module = load_example("add")
     input, other = module.inputs("cpu", torch.float32)
 

@@ -1,8 +1,9 @@
 """Rewrite NineToothed's generated Triton for triton-ascend.
 
-The NPU variant of a kernel is NineToothed's CUDA source run through
-:data:`PIPELINE`, in order. Each pass is one Ascend constraint; its docstring
-states the constraint and where it is documented or measured.
+The NPU variant of a kernel is NineToothed's CUDA source run through these
+passes, in the order of :data:`ninetoothed_ascend.compiler.pipelines.NPU`.
+Each pass is one Ascend constraint; its docstring states the constraint and
+where it is documented or measured.
 """
 
 from ninetoothed_ascend.ascendify.autotune import DeferAutotune
@@ -32,60 +33,7 @@ from ninetoothed_ascend.ascendify.padded_lower_bounds import (
 from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
 from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 
-#: The NPU pipeline.
-PIPELINE = (
-    ImportStandardModules,
-    FoldMathConstants,
-    FoldTrueMask,
-    ScalarizeTileLowerBounds,
-    ScalarizePaddedTileLowerBounds,
-    GroupMaskTerms,
-    FillMaskedLoads,
-    LowerClamp,
-    UseHf32InDot,
-    RemapLibdevice,
-    LowerFloat64,
-    FilterAutotuneKey,
-    ContiguousFlatAccess,
-    FitUnifiedBuffer,
-    SplitSubBlocks,
-    PersistentGrid,
-    BroadcastLoadPointer,
-    DeferAutotune,
-)
-
-
-def precision_notes(rewrites):
-    """Say what a variant loses in precision, from the passes that fired.
-
-    :param rewrites: ``((pass name, number of rewrites), ...)``, as
-        :attr:`Rewritten.rewrites` and ``Handle.rewrites(name)``.
-    :return: ``tuple`` of ``(pass name, str)``, one per pass of
-        :data:`PIPELINE` that fired and declares a ``PRECISION`` loss.
-    """
-
-    passes = {pass_class.__name__: pass_class for pass_class in PIPELINE}
-
-    return tuple(
-        (name, passes[name].PRECISION)
-        for name, count in rewrites
-        if count and name in passes and passes[name].PRECISION
-    )
-
-
-def ascendify(source):
-    """Rewrite a generated Triton module for triton-ascend.
-
-    :param source: ``str``, a module as NineToothed generates it.
-    :return: :class:`Rewritten`: the NPU source and the passes that fired.
-    :raises PipelineError: naming the pass that cannot handle the kernel.
-    """
-
-    return run_pipeline(source, PIPELINE)
-
-
 __all__ = [
-    "PIPELINE",
     "BroadcastLoadPointer",
     "ContiguousFlatAccess",
     "DeferAutotune",
@@ -108,7 +56,5 @@ __all__ = [
     "ScalarizeTileLowerBounds",
     "SplitSubBlocks",
     "UseHf32InDot",
-    "ascendify",
-    "precision_notes",
     "run_pipeline",
 ]

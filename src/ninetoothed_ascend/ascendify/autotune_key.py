@@ -1,28 +1,27 @@
-"""Key the autotuner on at most 12 sizes."""
+"""Key the autotuner on as many sizes as the target's triton-ascend accepts."""
 
 import ast
 
 from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword
 
-#: Axes triton-ascend's tiling autotuner can bind keys to.
-MAX_KEYS = 12
-
 
 class FilterAutotuneKey(Pass):
-    """Keep only sizes in ``triton.autotune(..., key=[...])``, at most 12, grid-deciding ones first.
+    """Keep only sizes in ``triton.autotune(..., key=[...])``, at most the target's limit, grid-deciding ones first.
 
-    Constraint: triton-ascend's tiling autotuner binds each key to one of 12
-    axes (x, y, z, w, v, t, rx ... rt) and raises "Number of parameters
-    exceeds the number of available axes" past 12; NineToothed keys on every
-    size and stride of every tensor (32 keys for four 4-D tensors).
-    Every re-tune is also a round of NPU compiles (../shared/ASCEND.md,
-    "Autotuning on Ascend").
+    Constraint: triton-ascend's autotuners bind each key to an axis name and
+    raise "Number of parameters exceeds the number of available axes" past
+    them: 12 in triton-ascend 3.2's tiling autotuner, 6 after it, where
+    ``triton.autotune`` itself is that autotuner
+    (:attr:`~ninetoothed_ascend.compiler.target.Target.autotune_key_limit`
+    has the sources); NineToothed keys on every size and stride of every
+    tensor (32 keys for four 4-D tensors). Every re-tune is also a round of
+    NPU compiles (../shared/ASCEND.md, "Autotuning on Ascend").
 
     The key's parameters are classified by what the launch function passes
     for them (``launch_<kernel>`` calls ``<autotuned>[grid](...)``): a
     ``tensor.size(i)`` is a size, a ``tensor.stride(i)`` a stride, anything
     else (a tensor: a pointer) neither. The new key holds sizes only, in
-    this order, up to :data:`MAX_KEYS`: those the grid function reads, then
+    this order, up to the target's limit: those the grid function reads, then
     those the kernel divides by a block size (``// BLOCK``: they decide the
     number of tiles), then the rest, each group in the original order.
     Dropping strides means a layout change with equal sizes reuses the
@@ -72,7 +71,7 @@ class FilterAutotuneKey(Pass):
             in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
             tiled = [name for name in sizes if name in divided and name not in in_grid]
             rest = [name for name in sizes if name not in in_grid + tiled]
-            new = (in_grid + tiled + rest)[:MAX_KEYS]
+            new = (in_grid + tiled + rest)[: self.target.autotune_key_limit]
 
             if new != old:
                 key.value = ast.List([ast.Constant(name) for name in new], ast.Load())

@@ -3,6 +3,8 @@
 import ast
 import dataclasses
 
+from ninetoothed_ascend.compiler.target import Target
+
 
 class RewriteError(Exception):
     """A pass found code it cannot make valid for its target.
@@ -40,12 +42,20 @@ class Pass(ast.NodeTransformer):
     Calls are matched by what they resolve to through the module's imports
     (``triton.language.load`` whether written so or as ``tl.load``), never by
     variable names.
+
+    :param target: :class:`~ninetoothed_ascend.compiler.target.Target`, what
+        the variant is generated for: the only source of facts about the SoC
+        and the toolchain a pass may use (:attr:`target`).
     """
 
     #: ``str`` for a pass whose rewrite makes the kernel less precise than
     #: its CUDA variant: what is lost, said to the user by ``show`` and
-    #: ``info`` whenever the pass fired (:func:`precision_notes`).
+    #: ``info`` whenever the pass fired (:func:`~ninetoothed_ascend.compiler.pipelines.precision_notes`).
     PRECISION = None
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
 
     def run(self, tree):
         """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites."""
@@ -288,11 +298,14 @@ class Rewritten:
     rewrites: tuple[tuple[str, int], ...]
 
 
-def run_pipeline(source, passes):
+def run_pipeline(source, passes, target=None):
     """Parse ``source``, run ``passes`` (classes, in order) on it, and unparse.
 
     :param source: ``str``, a generated Triton module.
     :param passes: sequence of :class:`Pass` subclasses.
+    :param target: :class:`~ninetoothed_ascend.compiler.target.Target` each
+        pass receives; default: the NPU variant's target here
+        (``Target.from_environment("npu")``).
     :return: :class:`Rewritten`.
     :raises PipelineError: naming the pass, when one fails.
     """
@@ -300,9 +313,12 @@ def run_pipeline(source, passes):
     tree = ast.parse(source)
     rewrites = []
 
+    if target is None:
+        target = Target.from_environment("npu")
+
     for pass_class in passes:
         try:
-            count = pass_class().run(tree)
+            count = pass_class(target).run(tree)
         except RewriteError as error:
             raise PipelineError(
                 pass_class.__name__, error.message, error.hint

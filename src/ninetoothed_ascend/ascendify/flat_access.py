@@ -253,7 +253,8 @@ def scalar_accesses(source):
     """
 
     tree = ast.parse(source)
-    owner = Pass()
+    # Only resolves names through the imports: no target facts are read.
+    owner = Pass(target=None)
     owner.aliases = import_aliases(tree)
     found = []
 

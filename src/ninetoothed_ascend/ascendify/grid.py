@@ -9,7 +9,7 @@ from ninetoothed_ascend.ascendify.base import (
     autotune_assignments,
     insert_after_imports,
 )
-from ninetoothed_ascend.ascendify.ub_model import soc, uses_dot
+from ninetoothed_ascend.ascendify.ub_model import uses_dot
 
 
 class PersistentGrid(Pass):
@@ -51,9 +51,9 @@ class PersistentGrid(Pass):
 
     The core count comes, at the first launch, from the driver's
     ``get_device_properties`` (``num_vectorcore`` or ``num_aicore``, on an
-    NPU), else from :func:`~ninetoothed_ascend.ascendify.ub_model.soc`
-    (24 AI cores and 48 vector cores of an Atlas A2 910B1 by default,
-    configurable), and is never more than 65535.
+    NPU), else from the target's SoC (:attr:`Pass.target`; 24 AI cores
+    and 48 vector cores of an Atlas A2 910B1 by default, configurable), and
+    is never more than 65535.
 
     :raises RewriteError: a launch's grid is not one-dimensional, uses a
         value the launch does not pass to the kernel, or the kernel does not
@@ -68,7 +68,7 @@ class PersistentGrid(Pass):
             target = statement.targets[0].id
             launched[target] = getattr(statement.value.args[0], "id", None)
 
-        self.spec = soc()
+        self.spec = self.target.soc
         done = set()
         guards = {}
 

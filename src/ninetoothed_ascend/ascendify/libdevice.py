@@ -3,6 +3,10 @@
 import ast
 
 from ninetoothed_ascend.ascendify.base import Pass, RewriteError, insert_after_imports
+from ninetoothed_ascend.compiler.target import (
+    LIBDEVICE_AFTER_3_2,
+    LIBDEVICE_UP_TO_3_2,
+)
 from ninetoothed_ascend.libdevice_table import (
     LIBDEVICE,
     Ascend,
@@ -10,13 +14,10 @@ from ninetoothed_ascend.libdevice_table import (
     NoEquivalent,
 )
 
-#: Where triton-ascend keeps its libdevice, newest first: ``cann`` in the
-#: current source tree, ``ascend`` in triton-ascend 3.2.0 (../shared/ASCEND.md,
-#: "libdevice"; FlagGems' Ascend backend makes the same choice by version).
-ASCEND_LIBDEVICE_MODULES = (
-    "triton.language.extra.cann",
-    "triton.language.extra.ascend",
-)
+#: Where triton-ascend keeps its libdevice, newest first: ``cann`` after 3.2,
+#: ``ascend`` up to it (the target chooses among them by version:
+#: :attr:`~ninetoothed_ascend.compiler.target.Target.libdevice_modules`).
+ASCEND_LIBDEVICE_MODULES = (LIBDEVICE_AFTER_3_2, LIBDEVICE_UP_TO_3_2)
 
 #: The modules NineToothed (``from triton.language.extra import libdevice``)
 #: and hand-written CUDA kernels import libdevice from.
@@ -59,9 +60,11 @@ class RemapLibdevice(Pass):
 
     CUDA libdevice imports are removed. If anything uses triton-ascend's
     libdevice, it is imported once, as ``ninetoothed_ascend_libdevice``, from
-    the first of :data:`ASCEND_LIBDEVICE_MODULES` that exists where the
-    variant is imported, so one NPU variant serves every triton-ascend
-    version; with none, the import raises an ``ImportError`` naming them.
+    the target's triton-ascend's module
+    (:attr:`~ninetoothed_ascend.compiler.target.Target.libdevice_modules`),
+    or, generated where no triton-ascend is installed, from the first of
+    :data:`ASCEND_LIBDEVICE_MODULES` that exists where the variant is
+    imported; with none, the import raises an ``ImportError`` naming them.
     """
 
     def run(self, tree):
@@ -140,7 +143,11 @@ class RemapLibdevice(Pass):
             # Composites name ``triton.language``; NineToothed always imports it.
             tree.body.insert(0, ast.parse("import triton.language").body[0])
 
-        statements = [_detecting_import()] if self._uses_ascend else []
+        statements = (
+            [_detecting_import(self.target.libdevice_modules)]
+            if self._uses_ascend
+            else []
+        )
         statements += [
             composite_function(helper, target)
             for helper, target in sorted(self._composites.items())
@@ -185,7 +192,7 @@ def _libdevice_function(dotted):
     return name if module in CUDA_LIBDEVICE_CALLS else None
 
 
-def _detecting_import():
+def _detecting_import(modules):
     alias = ast.alias("libdevice", ASCEND_LIBDEVICE_ALIAS)
     statement = ast.Raise(
         exc=ast.Call(
@@ -193,9 +200,7 @@ def _detecting_import():
             args=[
                 ast.Constant(
                     "The NPU variant needs triton-ascend's libdevice; found none of "
-                    + ", ".join(
-                        f"{module}.libdevice" for module in ASCEND_LIBDEVICE_MODULES
-                    )
+                    + ", ".join(f"{module}.libdevice" for module in modules)
                     + ". Install triton-ascend."
                 )
             ],
@@ -203,7 +208,7 @@ def _detecting_import():
         )
     )
 
-    for module in reversed(ASCEND_LIBDEVICE_MODULES):
+    for module in reversed(modules):
         statement = ast.Try(
             body=[ast.ImportFrom(module=module, names=[alias], level=0)],
             handlers=[

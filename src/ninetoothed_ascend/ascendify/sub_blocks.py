@@ -4,7 +4,7 @@ import ast
 import copy
 
 from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments
-from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint, soc
+from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
 
 #: Sub-blocks are powers of two no larger than this.
 MAX_SUB_BLOCK = 1 << 16
@@ -92,7 +92,7 @@ class SplitSubBlocks(Pass):
     """
 
     def visit_Module(self, node):
-        budget = soc().ub_bytes
+        budget = self.target.soc.ub_bytes
         autotuned = {
             getattr(statement.value.args[0], "id", None)
             for statement in autotune_assignments(node)

@@ -5,7 +5,6 @@ import copy
 import itertools
 
 from ninetoothed_ascend.ascendify.autotune_key import (
-    MAX_KEYS,
     launch_arguments,
     launch_call,
 )
@@ -18,7 +17,7 @@ from ninetoothed_ascend.ascendify.base import (
     keyword,
     resolve,
 )
-from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint, soc
+from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
 
 #: At most this many configs per kernel: every config is one more NPU
 #: compile at the first launch (../shared/ASCEND.md, "Autotuning on Ascend").
@@ -69,7 +68,7 @@ class FitUnifiedBuffer(Pass):
     """
 
     def visit_Module(self, node):
-        budget = soc().ub_bytes
+        budget = self.target.soc.ub_bytes
         kernels = {
             statement.name: statement
             for statement in node.body
@@ -231,7 +230,9 @@ class FitUnifiedBuffer(Pass):
             # A config tuned for one launch size or layout is not reused for another.
             front = launch_sized + strides + flags
             old = [element.value for element in key.value.elts]
-            new = (front + [item for item in old if item not in front])[:MAX_KEYS]
+            new = (front + [item for item in old if item not in front])[
+                : self.target.autotune_key_limit
+            ]
             key.value = ast.List([ast.Constant(item) for item in new], ast.Load())
 
         for contiguous, (bound, refusal) in refusals.items():

@@ -41,7 +41,9 @@ The model (docs/ub.md has the derivation and its measured error):
 import ast
 import dataclasses
 import math
-import os
+
+# The SoC the model's budget comes from lives with the target; tests and
+# benchmarks import it from here too.
 
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
 DTYPE_BYTES = {
@@ -139,84 +141,6 @@ MATH_TEMPORARIES = {
     "randint": 8,
     "randint4x": 8,
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Soc:
-    """The Ascend SoC that the NPU variant is generated for.
-
-    :param name: ``str``, the SoC name triton-ascend targets.
-    :param ub_bytes: ``int``, Unified Buffer bytes per core (192 KB on A2:
-        triton-ascend migration guide, ../shared/ASCEND.md).
-    :param num_aicore: ``int``, AI (cube) cores: the persistent grid of
-        kernels with ``tl.dot`` (24 on a 910B1, ../shared/ASCEND.md).
-    :param num_vectorcore: ``int``, vector cores: the persistent grid of
-        vector-only kernels (two per AI core on A2: triton-ascend 3.2.0's
-        ``NPUUtils.get_device_properties`` returns ``num_aicore * 2``).
-    :param max_core_dim: ``int``, the largest grid triton-ascend launches
-        ("coreDim=N can't be greater than UINT16_MAX").
-    :param multibuffer: ``bool``, whether loads in loops are double-buffered
-        (``NPUOptions.multibuffer``, true on A2).
-    """
-
-    name: str = "Ascend910B1"
-    ub_bytes: int = 192 * 1024
-    num_aicore: int = 24
-    num_vectorcore: int = 48
-    max_core_dim: int = 65535
-    multibuffer: bool = True
-
-
-def soc():
-    """The :class:`Soc` to generate for: A2 defaults, overridden by the environment.
-
-    * ``NINETOOTHED_ASCEND_UB_BYTES``: UB bytes; else ``ASCEND_UB_CAPACITY_BITS``
-      (bits, the variable Liger-Kernel's Ascend UB manager reads);
-    * ``NINETOOTHED_ASCEND_NUM_AICORE``, ``NINETOOTHED_ASCEND_NUM_VECTORCORE``.
-
-    The result is part of the cache key (a different SoC generates a
-    different NPU variant).
-
-    :raises ValueError: a variable is not a positive integer.
-    """
-
-    fields = {}
-    ub_bytes = _positive_int("NINETOOTHED_ASCEND_UB_BYTES")
-
-    if ub_bytes is None:
-        bits = _positive_int("ASCEND_UB_CAPACITY_BITS")
-        ub_bytes = bits // 8 if bits is not None else None
-
-    if ub_bytes is not None:
-        fields["ub_bytes"] = ub_bytes
-
-    for field, variable in (
-        ("num_aicore", "NINETOOTHED_ASCEND_NUM_AICORE"),
-        ("num_vectorcore", "NINETOOTHED_ASCEND_NUM_VECTORCORE"),
-    ):
-        value = _positive_int(variable)
-
-        if value is not None:
-            fields[field] = value
-
-    return Soc(**fields)
-
-
-def _positive_int(variable):
-    text = os.environ.get(variable)
-
-    if text is None or text == "":
-        return None
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-
-    if value <= 0:
-        raise ValueError(f"{variable}={text!r} is not a positive integer")
-
-    return value
 
 
 class UnknownSize(Exception):

@@ -14,10 +14,10 @@ import click
 
 from ninetoothed_ascend import cache as cache_module
 from ninetoothed_ascend import host
-from ninetoothed_ascend.ascendify import precision_notes
 from ninetoothed_ascend.cache import VARIANT_NAMES, archive
 from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
+from ninetoothed_ascend.compiler.pipelines import precision_notes
 
 
 def _cache(cache_dir, create=True):

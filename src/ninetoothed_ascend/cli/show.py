@@ -10,23 +10,16 @@ import textwrap
 
 import click
 
-from ninetoothed_ascend import ascendify
-from ninetoothed_ascend.ascendify import flat_access, precision_notes
+from ninetoothed_ascend.ascendify import flat_access
 from ninetoothed_ascend.cli import main
-from ninetoothed_ascend.jit import emulation, interpreter
+from ninetoothed_ascend.compiler.pipelines import (
+    EMULATIONS,
+    PASSES,
+    VARIANTS,
+    precision_notes,
+)
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
 from ninetoothed_ascend.warm import one_line
-
-#: Every pass of every pipeline, by class name.
-PASSES = {
-    pass_class.__name__: pass_class
-    for pipeline in (
-        ascendify.PIPELINE,
-        interpreter.PIPELINE,
-        *emulation.PIPELINES.values(),
-    )
-    for pass_class in pipeline
-}
 
 
 def load_handle(kernel):
@@ -154,14 +147,14 @@ def _wrapped_row(left, right, marker, column):
 )
 @click.option(
     "--variant",
-    type=click.Choice(["npu", "cpu"]),
+    type=click.Choice(list(VARIANTS)),
     default="npu",
     show_default=True,
     help="The variant to compare with the CUDA variant (NineToothed's source).",
 )
 @click.option(
     "--emulated",
-    type=click.Choice(emulation.DEVICE_TYPES),
+    type=click.Choice(list(EMULATIONS)),
     default=None,
     help="Instead, compare the NPU variant with its emulation on this device type.",
 )

@@ -1,10 +1,12 @@
 """Emulation: the NPU variant, with its Ascend-only symbols mapped to portable ones, run on a CUDA GPU or the CPU.
 
 The NPU variant is NineToothed's source after every Ascend rewrite
-(:data:`ninetoothed_ascend.ascendify.PIPELINE`). It cannot run without an
+(:data:`ninetoothed_ascend.compiler.pipelines.NPU`). It cannot run without an
 NPU, so what those rewrites do to a kernel's *numbers* is checked by
-running the same source elsewhere: :func:`emulate` takes the NPU variant's
-text unchanged and maps only the symbols that exist on Ascend alone,
+running the same source elsewhere: the emulation pipelines
+(:data:`ninetoothed_ascend.compiler.pipelines.EMULATIONS`, run by
+:func:`~ninetoothed_ascend.compiler.pipelines.emulate`) take the NPU
+variant's text unchanged and map only the symbols that exist on Ascend alone,
 
 * triton-ascend's libdevice (``triton.language.extra.cann`` or
   ``.ascend``, imported by :class:`~ninetoothed_ascend.ascendify.RemapLibdevice`):
@@ -17,8 +19,8 @@ text unchanged and maps only the symbols that exist on Ascend alone,
   :class:`~ninetoothed_ascend.ascendify.UseHf32InDot`): ``"tf32"`` on a CUDA
   GPU, ``"ieee"`` on the CPU;
 
-and, for the CPU, runs the interpreter pipeline
-(:data:`ninetoothed_ascend.jit.interpreter.PIPELINE`) on top. Every other
+and, for the CPU, run the CPU variant's pipeline
+(:data:`ninetoothed_ascend.compiler.pipelines.CPU`) on top. Every other
 line, the masks, fills, lower bounds and clamps the Ascend passes wrote,
 runs as the NPU variant has it. A symbol that is still Ascend-only
 afterwards fails the emulation with an error naming it
@@ -37,19 +39,14 @@ from ninetoothed_ascend.ascendify.base import (
     RewriteError,
     autotune_assignments,
     keyword,
-    run_pipeline,
 )
 from ninetoothed_ascend.ascendify.libdevice import ASCEND_LIBDEVICE_MODULES
-from ninetoothed_ascend.jit import interpreter
 from ninetoothed_ascend.jit.libdevice import MapLibdevice
 
 #: Set to ``1`` to make CUDA and CPU tensors run the emulated NPU variant
 #: instead of the CUDA and CPU variants. Read when a handle first dispatches
 #: to a device type.
 ENVIRONMENT_VARIABLE = "NINETOOTHED_ASCEND_EMULATE_NPU"
-
-#: Device types an NPU variant can be emulated on.
-DEVICE_TYPES = ("cuda", "cpu")
 
 #: Module prefixes that exist only in triton-ascend.
 ASCEND_ONLY_MODULES = (*ASCEND_LIBDEVICE_MODULES, "triton.triton_patch")
@@ -293,38 +290,3 @@ class BooleanMaskData(MaskPass):
         self.rewrote()
 
         return ast.Compare(left=mask, ops=[ast.NotEq()], comparators=[ast.Constant(0)])
-
-
-#: The passes that map an NPU variant for each device type, in order.
-PIPELINES = {
-    "cuda": (EmulateLibdeviceOnCuda, EmulateHf32OnCuda, RejectAscendOnly),
-    "cpu": (
-        EmulateLibdeviceOnCpu,
-        EmulateHf32OnCpu,
-        RestoreModuleAutotune,
-        RejectAscendOnly,
-        BooleanMaskData,
-        *interpreter.PIPELINE,
-    ),
-}
-
-
-def emulate(npu_source, device_type):
-    """Derive the emulated NPU variant for ``device_type`` from the NPU variant's text.
-
-    :param npu_source: ``str``, the NPU variant, as
-        :meth:`ninetoothed_ascend.Handle.source` returns it.
-    :param device_type: ``"cuda"`` or ``"cpu"``.
-    :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`: the emulated
-        source and the emulation passes that fired.
-    :raises PipelineError: naming the pass that cannot emulate the kernel.
-    :raises KeyError: ``device_type`` is not one of :data:`DEVICE_TYPES`.
-    """
-
-    if device_type not in PIPELINES:
-        raise KeyError(
-            f"{device_type!r} cannot emulate the NPU variant; choose one of "
-            f"{', '.join(DEVICE_TYPES)}"
-        )
-
-    return run_pipeline(npu_source, PIPELINES[device_type])

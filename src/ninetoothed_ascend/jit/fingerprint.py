@@ -21,7 +21,7 @@ import uuid
 import ninetoothed
 import triton
 
-from ninetoothed_ascend.ascendify.ub_model import soc
+from ninetoothed_ascend.compiler.target import Target
 from ninetoothed_ascend.jit.ninetoothed_adapter import tensor_history
 
 #: Objects nothing describes (no attributes, a ``repr`` with an address),
@@ -65,9 +65,10 @@ def environment_key(digest):
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    # The NPU variant is generated for one SoC (UB size, core counts), which
-    # the environment may configure: see ascendify.ub_model.soc.
-    description = repr((environment(), soc(), digest))
+    # The NPU variant is generated for one target (SoC, triton-ascend
+    # version), which the environment may configure; the other variants
+    # depend on no more than environment() holds.
+    description = repr((environment(), Target.from_environment("npu"), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 

@@ -19,6 +19,7 @@ import warnings
 import torch
 
 from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.jit import arguments, emulation
 from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, emulated_variant
@@ -148,7 +149,7 @@ class Handle:
                 f"Use handle.variant(name) to run one explicitly."
             )
 
-        if device_type in emulation.DEVICE_TYPES and emulation.emulation_requested():
+        if device_type in pipelines.EMULATIONS and emulation.emulation_requested():
             launch, variant = self.emulated(device_type), "npu"
         else:
             launch, variant = self.variant(device_type), device_type
@@ -181,7 +182,7 @@ class Handle:
 
         The NPU variant's source, unchanged but for its Ascend-only symbols
         (triton-ascend's libdevice, ``hf32``), which
-        :func:`ninetoothed_ascend.jit.emulation.emulate` maps to portable ones
+        :func:`ninetoothed_ascend.compiler.pipelines.emulate` maps to portable ones
         with the same meaning, imported with the installed Triton; on the CPU
         it runs in Triton's interpreter. Derived at the first request and
         kept in memory. Calls with tensors on ``device_type`` dispatch here

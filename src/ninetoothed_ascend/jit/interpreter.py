@@ -21,7 +21,6 @@ from ninetoothed_ascend.ascendify.base import (
     insert_after_imports,
     keyword,
 )
-from ninetoothed_ascend.ascendify.imports import ImportStandardModules
 from ninetoothed_ascend.ascendify.libdevice import CUDA_LIBDEVICE_MODULES
 from ninetoothed_ascend.jit.libdevice import MapLibdevice
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
@@ -436,16 +435,3 @@ class FixAutotuneConfig(Pass):
             )
 
         return node
-
-
-#: The CPU pipeline.
-PIPELINE = (
-    ImportStandardModules,
-    InterpretLibdevice,
-    WidenBfloat16,
-    IndexLoopBounds,
-    BindLanguageModule,
-    InterpretKernels,
-    InterpretLanguageFunctions,
-    FixAutotuneConfig,
-)

@@ -1,16 +1,12 @@
 """From NineToothed's source to the variants of a kernel: every pipeline run a handle needs goes through here."""
 
-from ninetoothed_ascend import ascendify
 from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import VARIANT_NAMES, Variant
-from ninetoothed_ascend.jit import emulation, interpreter
+from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.compiler.target import Target
 
 #: Variant names, and the torch device type each one serves.
 VARIANTS = VARIANT_NAMES
-
-_PIPELINES = {"npu": ascendify.PIPELINE, "cpu": interpreter.PIPELINE}
-
-_TARGETS = {"npu": "triton-ascend", "cpu": "Triton's interpreter"}
 
 
 def build_variant(generated, name):
@@ -19,22 +15,26 @@ def build_variant(generated, name):
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
     :param name: ``str``, one of :data:`VARIANTS`.
     :return: :class:`~ninetoothed_ascend.cache.Variant`. The CUDA variant is
-        NineToothed's source unchanged. A variant whose pipeline fails has
-        ``source=None`` and an ``error`` that names the kernel, the variant,
-        the pass and what to do.
+        NineToothed's source unchanged; the others are it run through their
+        pipelines (:data:`ninetoothed_ascend.compiler.pipelines.VARIANTS`),
+        for their targets here (``Target.from_environment``). A variant whose
+        pipeline fails has ``source=None`` and an ``error`` that names the
+        kernel, the variant, the pass and what to do.
     """
 
     if name == "cuda":
         return Variant(generated.source)
 
     try:
-        rewritten = run_pipeline(generated.source, _PIPELINES[name])
+        rewritten = run_pipeline(
+            generated.source, pipelines.VARIANTS[name], Target.from_environment(name)
+        )
     except PipelineError as error:
         return Variant(
             None,
             error=(
                 f"the {name} variant of kernel `{generated.kernel_name}` cannot be "
-                f"built for {_TARGETS[name]}: pass {error.pass_name}: "
+                f"built for {pipelines.RUNS_ON[name]}: pass {error.pass_name}: "
                 f"{error.message} {error.hint}"
             ),
         )
@@ -54,7 +54,7 @@ def build_variants(generated):
 
 
 def emulated_variant(npu_source, kernel_name, device_type):
-    """Derive the NPU variant emulated on ``device_type`` (:func:`ninetoothed_ascend.jit.emulation.emulate`).
+    """Derive the NPU variant emulated on ``device_type`` (:func:`ninetoothed_ascend.compiler.pipelines.emulate`).
 
     :param npu_source: ``str``, the NPU variant.
     :param kernel_name: ``str``, for the error.
@@ -66,7 +66,7 @@ def emulated_variant(npu_source, kernel_name, device_type):
     """
 
     try:
-        return emulation.emulate(npu_source, device_type)
+        return pipelines.emulate(npu_source, device_type)
     except PipelineError as error:
         raise ValueError(
             f"the npu variant of kernel `{kernel_name}` cannot be emulated "

@@ -1,0 +1,154 @@
+"""Every pipeline of passes, declared once.
+
+NineToothed's source is the CUDA variant; each other variant is that source
+run through its pipeline (:data:`VARIANTS`), and each emulation is the NPU
+variant's source run through one more (:data:`EMULATIONS`). Every pass is
+one constraint of what runs the output; its docstring states it and where
+it is documented or measured (docs/passes.md lists them all).
+"""
+
+from ninetoothed_ascend.ascendify.autotune import DeferAutotune
+from ninetoothed_ascend.ascendify.autotune_key import FilterAutotuneKey
+from ninetoothed_ascend.ascendify.base import run_pipeline
+from ninetoothed_ascend.ascendify.clamp import LowerClamp
+from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.flat_access import ContiguousFlatAccess
+from ninetoothed_ascend.ascendify.float64 import LowerFloat64
+from ninetoothed_ascend.ascendify.grid import PersistentGrid
+from ninetoothed_ascend.ascendify.imports import ImportStandardModules
+from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice
+from ninetoothed_ascend.ascendify.load_broadcast import BroadcastLoadPointer
+from ninetoothed_ascend.ascendify.loads import FillMaskedLoads
+from ninetoothed_ascend.ascendify.lower_bounds import ScalarizeTileLowerBounds
+from ninetoothed_ascend.ascendify.masks import FoldTrueMask, GroupMaskTerms
+from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
+from ninetoothed_ascend.ascendify.padded_lower_bounds import (
+    ScalarizePaddedTileLowerBounds,
+)
+from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
+from ninetoothed_ascend.compiler.target import Target
+from ninetoothed_ascend.jit.emulation import (
+    BooleanMaskData,
+    EmulateHf32OnCpu,
+    EmulateHf32OnCuda,
+    EmulateLibdeviceOnCpu,
+    EmulateLibdeviceOnCuda,
+    RejectAscendOnly,
+    RestoreModuleAutotune,
+)
+from ninetoothed_ascend.jit.interpreter import (
+    BindLanguageModule,
+    FixAutotuneConfig,
+    IndexLoopBounds,
+    InterpretKernels,
+    InterpretLanguageFunctions,
+    InterpretLibdevice,
+    WidenBfloat16,
+)
+
+#: The NPU variant, for triton-ascend.
+NPU = (
+    ImportStandardModules,
+    FoldMathConstants,
+    FoldTrueMask,
+    ScalarizeTileLowerBounds,
+    ScalarizePaddedTileLowerBounds,
+    GroupMaskTerms,
+    FillMaskedLoads,
+    LowerClamp,
+    UseHf32InDot,
+    RemapLibdevice,
+    LowerFloat64,
+    FilterAutotuneKey,
+    ContiguousFlatAccess,
+    FitUnifiedBuffer,
+    SplitSubBlocks,
+    PersistentGrid,
+    BroadcastLoadPointer,
+    DeferAutotune,
+)
+
+#: The CPU variant, for Triton's interpreter.
+CPU = (
+    ImportStandardModules,
+    InterpretLibdevice,
+    WidenBfloat16,
+    IndexLoopBounds,
+    BindLanguageModule,
+    InterpretKernels,
+    InterpretLanguageFunctions,
+    FixAutotuneConfig,
+)
+
+#: The variants built from NineToothed's source: name -> passes, in order.
+VARIANTS = {"npu": NPU, "cpu": CPU}
+
+#: What runs each variant of :data:`VARIANTS` (for errors).
+RUNS_ON = {"npu": "triton-ascend", "cpu": "Triton's interpreter"}
+
+#: The NPU variant's emulations, built from its source: device type ->
+#: passes, in order. The CPU one ends with the CPU variant's pipeline.
+EMULATIONS = {
+    "cuda": (EmulateLibdeviceOnCuda, EmulateHf32OnCuda, RejectAscendOnly),
+    "cpu": (
+        EmulateLibdeviceOnCpu,
+        EmulateHf32OnCpu,
+        RestoreModuleAutotune,
+        RejectAscendOnly,
+        BooleanMaskData,
+        *CPU,
+    ),
+}
+
+#: Every pass of every pipeline, by class name.
+PASSES = {
+    pass_class.__name__: pass_class
+    for pipeline in (*VARIANTS.values(), *EMULATIONS.values())
+    for pass_class in pipeline
+}
+
+
+def emulate(npu_source, device_type):
+    """Derive the emulated NPU variant for ``device_type`` from the NPU variant's text.
+
+    The emulation passes receive the NPU variant's target here
+    (``Target.from_environment("npu")``): the emulation stands for it.
+
+    :param npu_source: ``str``, the NPU variant, as
+        :meth:`ninetoothed_ascend.Handle.source` returns it.
+    :param device_type: ``"cuda"`` or ``"cpu"``, a key of :data:`EMULATIONS`.
+    :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`: the emulated
+        source and the emulation passes that fired.
+    :raises PipelineError: naming the pass that cannot emulate the kernel.
+    :raises KeyError: ``device_type`` is not a key of :data:`EMULATIONS`.
+    """
+
+    if device_type not in EMULATIONS:
+        raise KeyError(
+            f"{device_type!r} cannot emulate the NPU variant; choose one of "
+            f"{', '.join(EMULATIONS)}"
+        )
+
+    return run_pipeline(
+        npu_source, EMULATIONS[device_type], Target.from_environment("npu")
+    )
+
+
+def precision_notes(rewrites):
+    """Say what a variant loses in precision, from the passes that fired.
+
+    :param rewrites: ``((pass name, number of rewrites), ...)``, as
+        :attr:`~ninetoothed_ascend.ascendify.Rewritten.rewrites` and
+        ``Handle.rewrites(name)``.
+    :return: ``tuple`` of ``(pass name, str)``, one per pass of :data:`NPU`
+        that fired and declares a ``PRECISION`` loss.
+    """
+
+    passes = {pass_class.__name__: pass_class for pass_class in NPU}
+
+    return tuple(
+        (name, passes[name].PRECISION)
+        for name, count in rewrites
+        if count and name in passes and passes[name].PRECISION
+    )
