@@ -1,6 +1,6 @@
 """Verification on a CUDA GPU: the CUDA variant and the NPU variant (emulated) of every example against torch.
 
-Level 3 (emulation): the NPU variant, emulated on CUDA
+Level 4 (emulation): the NPU variant, emulated on CUDA
 (``handle.emulated("cuda")``: its source with triton-ascend's libdevice
 mapped to CUDA Triton's libdevice or core ``triton.language`` and ``hf32``
 to ``tf32``, everything else as the NPU variant has it), launched on CUDA

@@ -43,7 +43,7 @@ def test_cuda_variant_is_ninetoothed_output_byte_for_byte(name):
 
 @pytest.mark.parametrize(("name", "dtype", "case"), example_cases("cpu"))
 def test_cpu_tensors_run_the_cpu_variant_and_match_torch(name, dtype, case):
-    """Level 3 (emulation on the CPU interpreter): the handle's result equals torch's."""
+    """Level 4 (emulation on the CPU interpreter): the handle's result equals torch's."""
 
     module = shared_example(name)
     result = examples.compare(module, module.kernel, "cpu", dtype, case)

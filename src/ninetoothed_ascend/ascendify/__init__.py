@@ -17,6 +17,7 @@ from ninetoothed_ascend.ascendify.base import (
 )
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.duplicate_configs import MergeDuplicateConfigs
 from ninetoothed_ascend.ascendify.flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.ascendify.float64 import LowerFloat64
 from ninetoothed_ascend.ascendify.grid import PersistentGrid
@@ -46,6 +47,7 @@ __all__ = [
     "ImportStandardModules",
     "LowerClamp",
     "LowerFloat64",
+    "MergeDuplicateConfigs",
     "Pass",
     "PersistentGrid",
     "PipelineError",

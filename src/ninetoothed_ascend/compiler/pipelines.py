@@ -12,6 +12,7 @@ from ninetoothed_ascend.ascendify.autotune_key import FilterAutotuneKey
 from ninetoothed_ascend.ascendify.base import run_pipeline
 from ninetoothed_ascend.ascendify.clamp import LowerClamp
 from ninetoothed_ascend.ascendify.dot import UseHf32InDot
+from ninetoothed_ascend.ascendify.duplicate_configs import MergeDuplicateConfigs
 from ninetoothed_ascend.ascendify.flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.ascendify.float64 import LowerFloat64
 from ninetoothed_ascend.ascendify.grid import PersistentGrid
@@ -66,6 +67,7 @@ NPU = (
     SplitSubBlocks,
     PersistentGrid,
     BroadcastLoadPointer,
+    MergeDuplicateConfigs,
     DeferAutotune,
 )
 
