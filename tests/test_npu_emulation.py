@@ -7,6 +7,7 @@ NPU: these check the rewritten program's semantics, not triton-ascend.
 """
 
 import ast
+import inspect
 import re
 
 import pytest
@@ -15,6 +16,12 @@ from helpers import load_example, shared_example
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+
+
+def module_globals(launch):
+    """The globals of the emulated module ``launch`` comes from (through the CPU handle's placeholder wrapper)."""
+
+    return inspect.unwrap(launch).__globals__
 
 
 def assert_matches(module, output, expected, dtype):
@@ -48,7 +55,7 @@ def test_persistent_grid_covers_every_task_with_few_cores(monkeypatch):
 
     output = module.launch(launch, input, other)
 
-    assert launch.__globals__["ninetoothed_num_cores"](False) == 3
+    assert module_globals(launch)["ninetoothed_num_cores"](False) == 3
     torch.testing.assert_close(output, input + other, atol=0, rtol=0)
 
 
@@ -68,7 +75,7 @@ def test_npu_variant_on_the_interpreter_runs_more_than_65535_tasks(monkeypatch):
     output = module.launch(launch, input, other)
 
     assert [set(config.values()) for config in npu_configs(module.kernel)] == [{1}]
-    assert launch.__globals__["ninetoothed_num_cores"](False) == 48
+    assert module_globals(launch)["ninetoothed_num_cores"](False) == 48
     torch.testing.assert_close(output, input + other, atol=0, rtol=0)
 
 
@@ -132,7 +139,7 @@ def test_npu_variant_on_cuda_launches_more_than_65535_tasks():
         for config in npu_configs(module.kernel)
         if set(config.values()) == {block}
     )
-    factory = launch.__globals__[f"{module.kernel.kernel_name}_with_auto_tuning"]
+    factory = module_globals(launch)[f"{module.kernel.kernel_name}_with_auto_tuning"]
     tuner = factory()
     saved = tuner.configs
     tuner.configs = [c for c in saved if c.kwargs == config]
@@ -154,7 +161,7 @@ def test_npu_variant_on_cuda_tries_only_the_configs_that_fit_its_head_dimension(
     module = load_example("flash_attention")
     launch = module.kernel.emulated("cuda")
     pruner = f"ninetoothed_fit_unified_buffer_{module.kernel.kernel_name}"
-    original = launch.__globals__[pruner]
+    original = module_globals(launch)[pruner]
     kept = []
 
     def recording(configs, named_args, **kwargs):
@@ -163,7 +170,7 @@ def test_npu_variant_on_cuda_tries_only_the_configs_that_fit_its_head_dimension(
 
         return chosen
 
-    monkeypatch.setitem(launch.__globals__, pruner, recording)
+    monkeypatch.setitem(module_globals(launch), pruner, recording)
 
     for head_dim in (64, 512):
         inputs = module.inputs("cuda", torch.float16, head_dim=head_dim)
@@ -196,7 +203,7 @@ def test_flattened_npu_variant_takes_the_path_its_layout_allows(layout):
         layout=layout,
     )
     launch = module.kernel.emulated("cpu")
-    collapses = launch.__globals__["ninetoothed_ascend_collapses"]
+    collapses = module_globals(launch)["ninetoothed_ascend_collapses"]
 
     assert collapses(input.shape, input.stride()) == (layout == "contiguous")
     assert_matches(
@@ -212,7 +219,7 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
     (input,) = module.inputs("cpu", torch.float32)
     expected = module.reference(input)
     launch = module.kernel.emulated("cpu")
-    collapses = launch.__globals__["ninetoothed_ascend_collapses"]
+    collapses = module_globals(launch)["ninetoothed_ascend_collapses"]
     contiguous = torch.empty_like(expected)
     batch, channels, height, width = expected.shape
     transposed = torch.empty(batch, channels, width, height).transpose(2, 3)
