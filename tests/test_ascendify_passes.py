@@ -307,9 +307,44 @@ def test_use_hf32_follows_a_precision_bound_in_branches():
 
     assert count == 1
     assert source.splitlines()[-1] == (
-        f"    y = tl.dot(a, b, input_precision={FP32} if precision == 'tf32' "
+        f"    y = tl.dot(a, b, input_precision=({FP32}) if precision == 'tf32' "
         "else 'ieee' if precision == 'tf32x3' else precision)"
     )
+
+
+@pytest.mark.parametrize(
+    ("precision", "dtype", "expected"),
+    [
+        ("tf32", "float32", "hf32"),
+        ("tf32", "float16", "ieee"),
+        ("tf32x3", "float32", "ieee"),
+        # The downstream library's matmul: "ieee" chosen in the kernel stays
+        # "ieee" for fp32 operands (it read hf32, emulated on a GPU as tf32,
+        # 1e-3 off: test_library.py::test_matmul[1] on the H100).
+        ("ieee", "float32", "ieee"),
+        ("ieee", "float16", "ieee"),
+    ],
+)
+def test_use_hf32_precision_bound_in_branches_means_what_it_says(
+    precision, dtype, expected
+):
+    source, _ = rewrite(UseHf32InDot, PRECISION_IN_BRANCHES)
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.dot"
+    ]
+    mode = call.keywords[0].value
+    tensor = types.SimpleNamespace(dtype=dtype)
+    language = types.SimpleNamespace(float32="float32")
+    namespace = {
+        "a": tensor,
+        "b": tensor,
+        "precision": precision,
+        "triton": types.SimpleNamespace(language=language),
+    }
+
+    assert eval(compile(ast.Expression(mode), "<mode>", "eval"), namespace) == expected
 
 
 @pytest.mark.parametrize(

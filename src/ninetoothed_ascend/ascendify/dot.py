@@ -135,12 +135,15 @@ class UseHf32InDot(Pass):
         elif isinstance(value, ast.Name) and _TF32_MODES & _bound_strings(
             getattr(self, "_function", None), value.id
         ):
+            # The fp32 condition as the body of the tf32 branch, built as a
+            # node: its unparsed text, itself a conditional, would take the
+            # other branches as its own ``else``.
             replacement = ast.parse(
-                f"({ast.unparse(self._fp32_condition(node))} "
-                f"if {value.id} == 'tf32' else 'ieee' if {value.id} == 'tf32x3' "
-                f"else {value.id})",
+                f"(tf32 if {value.id} == 'tf32' else 'ieee' "
+                f"if {value.id} == 'tf32x3' else {value.id})",
                 mode="eval",
             ).body
+            replacement.body = self._fp32_condition(node)
         else:
             return node
 
