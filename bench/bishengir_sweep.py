@@ -2,7 +2,8 @@
 
 Level 3 (BiShengIR up to the external hivmc step; nothing runs on an NPU).
 Needs .venv-ascend (triton-ascend 3.2.0, ascendnpu-ir). Per kernel, dtype and
-input kind: each config's outcome (reached hivmc, UB overflow with bytes, error,
+input kind (each shape case of ``CASES`` with ``--cases all``, else the
+first): each config's outcome (reached hivmc, UB overflow with bytes, error,
 timeout) and seconds per stage. Prints a markdown summary, or JSON.
 
     NINETOOTHED_ASCEND_CACHE_DIR=$(mktemp -d) .venv-ascend/bin/python bench/bishengir_sweep.py \\
@@ -24,56 +25,72 @@ from ninetoothed_ascend.compile_check import BiShengIRStage, check_variant
 KINDS = ("contiguous", "non-contiguous")
 
 
-def sweep(paths, stage, configs, kinds=KINDS, log=sys.stderr):
-    """Yield one ``dict`` per example, dtype and input kind, with each config's outcome and seconds."""
+def sweep(paths, stage, configs, kinds=KINDS, all_cases=False, log=sys.stderr):
+    """Yield one ``dict`` per example, shape case, dtype and input kind, with each config's outcome and seconds.
+
+    :param configs: ``"all"``, ``"launch"`` or ``"ends"`` (the smallest and
+        the largest config the launch tries, by the UB model's bytes: what
+        tests/test_bishengir.py compiles).
+    :param all_cases: every shape case of an example's ``CASES``, else the first.
+    """
 
     for path in examples.find_modules(paths):
         module = examples.load_module(path)
+        cases = examples.cases(module)
 
-        for dtype in examples.dtypes(module):
-            for kind in kinds:
-                inputs = module.inputs("cpu", dtype)
+        for case_index, case in enumerate(cases if all_cases else cases[:1]):
+            yield from _sweep_case(
+                path, module, case_index, case, stage, configs, kinds, log
+            )
 
-                if kind == "non-contiguous":
-                    inputs = examples.noncontiguous(inputs)
 
-                row = {
-                    "example": path.stem,
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "inputs": kind,
+def _sweep_case(path, module, case_index, case, stage, configs, kinds, log):
+    for dtype in examples.dtypes(module):
+        for kind in kinds:
+            inputs = module.inputs("cpu", dtype, **case)
+
+            if kind == "non-contiguous":
+                inputs = examples.noncontiguous(inputs)
+
+            row = {
+                "example": path.stem,
+                "case": case_index,
+                "dtype": str(dtype).removeprefix("torch."),
+                "inputs": kind,
+            }
+            start = time.perf_counter()
+
+            try:
+                results = check_variant(
+                    module.kernel,
+                    module.launch,
+                    *inputs,
+                    configs="launch" if configs == "ends" else configs,
+                    extremes="bytes" if configs == "ends" else None,
+                    bishengir=stage,
+                )
+            except (
+                Exception
+            ) as error:  # any failure is a row of the report; the sweep goes on
+                row |= {
+                    "error": f"{type(error).__name__}: {error}"[:500],
+                    "configs": [],
                 }
-                start = time.perf_counter()
-
-                try:
-                    results = check_variant(
-                        module.kernel,
-                        module.launch,
-                        *inputs,
-                        configs=configs,
-                        bishengir=stage,
-                    )
-                except (
-                    Exception
-                ) as error:  # any failure is a row of the report; the sweep goes on
-                    row |= {
-                        "error": f"{type(error).__name__}: {error}"[:500],
-                        "configs": [],
+            else:
+                row["configs"] = [
+                    {
+                        "config": result.config,
+                        **dataclasses.asdict(result.bishengir),
+                        # after the BiShengIR fields, whose "seconds" is that stage's alone
+                        "seconds": result.seconds,
                     }
-                else:
-                    row["configs"] = [
-                        {
-                            "config": result.config,
-                            **dataclasses.asdict(result.bishengir),
-                            # after the BiShengIR fields, whose "seconds" is that stage's alone
-                            "seconds": result.seconds,
-                        }
-                        for result in results
-                    ]
+                    for result in results
+                ]
 
-                row["seconds"] = time.perf_counter() - start
-                print(_summary(row), file=log, flush=True)
+            row["seconds"] = time.perf_counter() - start
+            print(_summary(row), file=log, flush=True)
 
-                yield row
+            yield row
 
 
 def _summary(row):
@@ -83,10 +100,14 @@ def _summary(row):
     counts = collections.Counter(config["outcome"] for config in row["configs"])
 
     return (
-        f"{row['example']} {row['dtype']} {row['inputs']}: "
+        f"{_name(row)} {row['dtype']} {row['inputs']}: "
         + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()))
         + f" ({row['seconds']:.1f} s)"
     )
+
+
+def _name(row):
+    return f"{row['example']}[{row.get('case', 0)}]"
 
 
 def markdown(rows, header):
@@ -108,7 +129,7 @@ def markdown(rows, header):
     for row in rows:
         if "error" in row:
             lines.append(
-                f"| {row['example']} | {row['dtype']} | {row['inputs']} | - | "
+                f"| {_name(row)} | {row['dtype']} | {row['inputs']} | - | "
                 f"{row['error'][:120].replace('|', '/')} | | |"
             )
 
@@ -119,7 +140,7 @@ def markdown(rows, header):
                     for name, value in config["config"].items()
                 )
                 lines.append(
-                    f"| {row['example']} | {row['dtype']} | {row['inputs']} | {values} | "
+                    f"| {_name(row)} | {row['dtype']} | {row['inputs']} | {values} | "
                     f"{config['outcome']} | {config['ub_required_bytes'] or ''} | "
                     f"{config['seconds'].get('bishengir', 0):.1f} |"
                 )
@@ -130,7 +151,7 @@ def markdown(rows, header):
         "|---|---|---|---:|---:|",
     ]
     lines += [
-        f"| {row['example']} | {row['dtype']} | {row['inputs']} | {len(row['configs'])} | {row['seconds']:.1f} |"
+        f"| {_name(row)} | {row['dtype']} | {row['inputs']} | {len(row['configs'])} | {row['seconds']:.1f} |"
         for row in rows
     ]
 
@@ -145,9 +166,16 @@ def main():
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument(
         "--configs",
-        choices=("all", "launch"),
+        choices=("all", "launch", "ends"),
         default="all",
-        help="every config in the variant's source, or those the autotuner tries for the launch",
+        help="every config in the variant's source, those the autotuner tries for the launch, "
+        "or the smallest and the largest of those",
+    )
+    parser.add_argument(
+        "--cases",
+        choices=("first", "all"),
+        default="first",
+        help="each example's first shape case, or every case of its CASES",
     )
     parser.add_argument("--markdown", type=pathlib.Path)
     parser.add_argument("--json", type=pathlib.Path)
@@ -164,13 +192,21 @@ def main():
     ).stdout.strip()
     header = (
         f"BiShengIR sweep, {time.strftime('%Y-%m-%d', time.gmtime())}, commit {commit}, "
-        f"{arguments.arch}, ascendnpu-ir {bishengir.version()}, configs: {arguments.configs}"
+        f"{arguments.arch}, ascendnpu-ir {bishengir.version()}, configs: {arguments.configs}, "
+        f"cases: {arguments.cases}"
     )
 
     with BiShengIRStage(
         arguments.arch, jobs=arguments.jobs, timeout=arguments.timeout
     ) as stage:
-        rows = list(sweep(arguments.paths, stage, arguments.configs))
+        rows = list(
+            sweep(
+                arguments.paths,
+                stage,
+                arguments.configs,
+                all_cases=arguments.cases == "all",
+            )
+        )
 
     # JSON first: a report that fails to format must not lose a sweep of many minutes.
     if arguments.json:

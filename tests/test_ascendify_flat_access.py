@@ -1,6 +1,7 @@
 """Level 1 (AST): ContiguousFlatAccess gives flattened addresses a launch-decided affine fast path."""
 
 import ast
+import re
 
 import torch
 from helpers import shared_example
@@ -207,3 +208,91 @@ def test_pooling_stores_get_the_fast_path_and_their_windows_are_reported():
 
     conv2d = shared_example("conv2d").kernel.source("cuda")
     assert scalar_accesses(conv2d) == [("conv2d", "load", WINDOW)]
+
+
+#: A flattened store whose tile is ``(BLOCK, N)``: rows through the flattened
+#: dimensions of ``y``, columns along another dimension with its own stride
+#: (conv2d's NCHW output as an ``(N * P * Q, K)`` tile), and a load of the same shape.
+TRANSPOSED = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x_pointer, x_size_0, x_size_1, x_size_2, x_stride_0, x_stride_1, x_stride_2, y_pointer, y_size_0, y_size_1, y_size_2, y_stride_0, y_stride_1, y_stride_2, BLOCK: tl.constexpr, N: tl.constexpr):
+    i = tl.program_id(0)
+    tile = tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)[:, None]) // x_size_2 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)[:, None]) % x_size_2 * x_stride_2) + tl.arange(0, N)[None, :] * x_stride_1)
+    tl.store(y_pointer + ((i * BLOCK + tl.arange(0, BLOCK)[:, None]) // y_size_2 * y_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)[:, None]) % y_size_2 * y_stride_2) + tl.arange(0, N)[None, :] * y_stride_1, tile)
+
+def launch_kernel(x, y):
+    kernel[(1,)](x, x.size(0), x.size(1), x.size(2), x.stride(0), x.stride(1), x.stride(2), y, y.size(0), y.size(1), y.size(2), y.stride(0), y.stride(1), y.stride(2))
+"""
+
+
+def _launch_flags(source, kernel="kernel"):
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and kernel in ast.unparse(node.func.value)
+    ]
+
+    return {
+        keyword.arg: ast.unparse(keyword.value)
+        for keyword in call.keywords
+        if keyword.arg.startswith(FLAG_PREFIX)
+    }
+
+
+def test_a_store_takes_the_fast_path_only_with_a_unit_stride_on_its_innermost_axis():
+    rewritten = rewrite(TRANSPOSED)
+
+    assert rewritten.rewrites == (("ContiguousFlatAccess", 2),)
+    load_flag, store_flag = _launch_flags(rewritten.source).values()
+    # The load's columns may step by any stride (a transposed DMA BiShengIR
+    # plans well: flat_sum_dim with dim=0); the store's must step by 1.
+    assert load_flag == (
+        f"{COLLAPSES}((x.size(0), x.size(2)), (x.stride(0), x.stride(2)))"
+    )
+    assert store_flag == (
+        f"{COLLAPSES}((y.size(0), y.size(2)), (y.stride(0), y.stride(2)))"
+        " and y.stride(1) == 1"
+    )
+
+
+def test_a_flattened_store_along_the_innermost_axis_asks_for_its_last_stride_to_be_1():
+    flags = _launch_flags(rewrite(POOLED).source)
+
+    assert list(flags.values()) == [
+        f"{COLLAPSES}((y.size(0), y.size(1)), (y.stride(0), y.stride(1)))"
+        " and y.stride(1) == 1"
+    ]
+
+
+def test_conv2d_with_an_nchw_output_stores_through_the_gather_and_channels_last_through_the_dma():
+    source = shared_example("conv2d").kernel.source("npu")
+    names = {}
+    exec(
+        ast.unparse(
+            [
+                node
+                for node in ast.parse(source).body
+                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
+            ]
+        ),
+        names,
+    )
+    (store_flag,) = [
+        flag for flag in _launch_flags(source, "conv2d").values() if "== 1" in flag
+    ]
+    (output,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", store_flag))
+    nchw = torch.empty(1, 33, 8, 9)
+
+    assert eval(store_flag, names | {output: nchw}) is False
+    assert (
+        eval(
+            store_flag,
+            names | {output: nchw.to(memory_format=torch.channels_last)},
+        )
+        is True
+    )

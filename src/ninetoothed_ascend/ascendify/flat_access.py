@@ -121,8 +121,15 @@ class ContiguousFlatAccess(Pass):
             ):
                 continue
 
+            is_store = self.is_call_to(call, "triton.language.store")
+
             for group in digit_groups(self, call.args[0], arguments):
-                flag = self._flag(kernel, launch_call, group)
+                unit_strides = (
+                    _innermost_stride_arguments(self, call.args[0], group, arguments)
+                    if is_store
+                    else []
+                )
+                flag = self._flag(kernel, launch_call, group, unit_strides)
                 mask = keyword(call, "mask")
 
                 if mask is not None:
@@ -131,8 +138,12 @@ class ContiguousFlatAccess(Pass):
                 call.args[0] = _replace_group(call.args[0], group, flag, zeros)
                 self.rewrote()
 
-    def _flag(self, kernel, launch_call, group):
-        key = (id(kernel), group.key())
+    def _flag(self, kernel, launch_call, group, unit_strides):
+        key = (
+            id(kernel),
+            group.key(),
+            ast.dump(ast.Tuple(list(unit_strides), ast.Load())),
+        )
 
         if key not in self._flags:
             name = f"{FLAG_PREFIX}{len(self._flags)}"
@@ -140,19 +151,26 @@ class ContiguousFlatAccess(Pass):
             kernel.args.args.append(
                 ast.arg(name, ast.parse("triton.language.constexpr").body)
             )
-            launch_call.keywords.append(
-                ast.keyword(
-                    name,
-                    ast.Call(
-                        ast.Name(COLLAPSES, ast.Load()),
-                        [
-                            ast.Tuple(list(group.size_arguments), ast.Load()),
-                            ast.Tuple(list(group.stride_arguments), ast.Load()),
-                        ],
-                        [],
-                    ),
-                )
+            test = ast.Call(
+                ast.Name(COLLAPSES, ast.Load()),
+                [
+                    ast.Tuple(list(group.size_arguments), ast.Load()),
+                    ast.Tuple(list(group.stride_arguments), ast.Load()),
+                ],
+                [],
             )
+
+            if unit_strides:
+                test = ast.BoolOp(
+                    ast.And(),
+                    [test]
+                    + [
+                        ast.Compare(_copy(stride), [ast.Eq()], [ast.Constant(1)])
+                        for stride in unit_strides
+                    ],
+                )
+
+            launch_call.keywords.append(ast.keyword(name, test))
 
         return self._flags[key]
 
@@ -234,6 +252,76 @@ def digit_groups(owner, pointer, arguments):
 
         if _are_digits(group, size_parameters):
             yield group
+
+
+def _innermost_stride_arguments(owner, pointer, group, arguments):
+    """The launch's stride expressions that must be 1 for a store at ``pointer`` to take ``group``'s fast path.
+
+    Constraint: a store whose tile has a runtime stride on its innermost
+    axis (conv2d's NCHW output seen as an ``(N * P * Q, K)`` tile: the
+    filters step ``P * Q``) is a DMA that BiShengIR plans more UB for than
+    the scalar store it replaces, and often cannot compile. Measured with
+    ascendnpu-ir 1.2.0 (``bench/discrete_access.py examples/vision/conv2d.py
+    --bishengir --configs all --contiguous``, docs/benchmarks.md): conv2d
+    with batch 1, fp16, 8 configs: the scalar store reaches ``hivmc`` for
+    all 8, the DMA for 2 (2 UB overflows, 4 HFusion errors); 32 x 32 x 64
+    plans 86,530 B with the scalar store and 145,280 B with the DMA. So a
+    store's fast path also asks, at the launch, for a unit stride on its
+    tile's innermost axis: the group's own last stride where the flat index
+    is that axis, else the stride parameter scaling the ``arange`` there.
+
+    :return: ``list`` of ``ast`` expressions (the launch's ``T.stride(k)``).
+    """
+
+    if 0 in _arange_positions(owner, group.flat_index):
+        return [group.stride_arguments[-1]]
+
+    grouped = {id(term) for term in group.terms}
+
+    return [
+        arguments[term.right.id]
+        for term in _summands(pointer)
+        if id(term) not in grouped
+        and isinstance(term, ast.BinOp)
+        and isinstance(term.op, ast.Mult)
+        and isinstance(term.right, ast.Name)
+        and term.right.id in arguments
+        and 0 in _arange_positions(owner, term.left)
+    ]
+
+
+def _arange_positions(owner, node):
+    """The tile axes, counted from the innermost (0), along which the ``arange`` calls in ``node`` vary.
+
+    ``arange(0, B)[:, None]`` varies along axis 1 from the innermost,
+    ``arange(0, B)[None, :]`` and a bare ``arange(0, B)`` along axis 0
+    (broadcasting aligns shapes on the right).
+    """
+
+    positions = set()
+    indexed = set()
+
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Subscript) and owner.is_call_to(
+            inner.value, "triton.language.arange"
+        ):
+            indexed.add(id(inner.value))
+            index = (
+                inner.slice.elts
+                if isinstance(inner.slice, ast.Tuple)
+                else [inner.slice]
+            )
+            axes = [k for k, item in enumerate(index) if isinstance(item, ast.Slice)]
+            positions.update(len(index) - 1 - axis for axis in axes)
+
+    positions.update(
+        0
+        for inner in ast.walk(node)
+        if owner.is_call_to(inner, "triton.language.arange")
+        and id(inner) not in indexed
+    )
+
+    return positions
 
 
 def scalar_accesses(source):
