@@ -1,7 +1,8 @@
 """Level 3, BiShengIR: every example's NPU variant, compiled as a launch compiles it, through bishengir-compile to the external hivmc step.
 
 Runs in the triton-ascend environment of .ci/run (ascendnpu-ir 1.2.0,
-Ascend910B1); no NPU and no CANN are involved. Each example, each dtype, with
+Ascend910B1); no NPU and no CANN are involved. Each example, each of its shape
+cases (``CASES``), each dtype, with
 contiguous and non-contiguous inputs (``examples.noncontiguous``), for the
 smallest and the largest config its autotuner tries for the launch (by the UB
 model's bytes). The full sweep of every config is bench/bishengir_sweep.py.
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.ascend
 #: Seconds a compile may take here; the goal of issue 15 is under 60 s per config.
 TIMEOUT = 60
 
-#: Cases that do not reach hivmc yet: (example, dtype, inputs) -> reason,
+#: Cases that do not reach hivmc yet: (example, shape case, dtype, inputs) -> reason,
 #: each a strict xfail. None on the merged pipeline (ascendnpu-ir 1.2.0,
 #: Ascend910B1, 196,608 B of UB, 2026-11-23): flat_lt/flat_mul with
 #: non-contiguous inputs and instance_norm, UB-model under-estimates until
@@ -32,8 +33,8 @@ TIMEOUT = 60
 KNOWN_FAILURES = {}
 
 
-def _marks(name, dtype, kind):
-    if reason := KNOWN_FAILURES.get((name, str(dtype), kind)):
+def _marks(name, case, dtype, kind):
+    if reason := KNOWN_FAILURES.get((name, case, str(dtype), kind)):
         return [pytest.mark.xfail(reason=reason, strict=True)]
 
     return []
@@ -43,12 +44,14 @@ def _cases():
     return [
         pytest.param(
             name,
+            case,
             dtype,
             kind,
-            id=f"{name}-{str(dtype).removeprefix('torch.')}-{kind}",
-            marks=_marks(name, dtype, kind),
+            id=f"{name}{f'[{case}]' if case else ''}-{str(dtype).removeprefix('torch.')}-{kind}",
+            marks=_marks(name, case, dtype, kind),
         )
         for name in EXAMPLE_NAMES
+        for case in range(len(examples.cases(shared_example(name))))
         for dtype in examples.dtypes(shared_example(name))
         for kind in ("contiguous", "non-contiguous")
     ]
@@ -63,10 +66,10 @@ def stage():
         yield stage
 
 
-@pytest.mark.parametrize(("name", "dtype", "kind"), _cases())
-def test_smallest_and_largest_config_reach_hivmc(name, dtype, kind, stage):
+@pytest.mark.parametrize(("name", "case", "dtype", "kind"), _cases())
+def test_smallest_and_largest_config_reach_hivmc(name, case, dtype, kind, stage):
     module = shared_example(name)
-    inputs = module.inputs("cpu", dtype)
+    inputs = module.inputs("cpu", dtype, **examples.cases(module)[case])
 
     if kind == "non-contiguous":
         inputs = examples.noncontiguous(inputs)
@@ -85,6 +88,28 @@ def test_smallest_and_largest_config_reach_hivmc(name, dtype, kind, stage):
 
     assert results
     assert all(outcome == "hivmc" for outcome, _, _ in outcomes.values()), outcomes
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_every_config_conv2d_with_batch_1_tries_reaches_hivmc(dtype, stage):
+    # Batch 1 collapses the NCHW output's rows; its filters step P * Q. With
+    # the store's fast path taken on that layout, 32x64x32 and 64x32x32
+    # overflowed the UB in fp16 and bf16 (197,504 and 198,144 B).
+    module = shared_example("conv2d")
+    (case,) = [case for case in examples.cases(module) if case.get("batch") == 1]
+    results = check_variant(
+        module.kernel,
+        module.launch,
+        *module.inputs("cpu", dtype, **case),
+        configs="launch",
+        bishengir=stage,
+    )
+
+    assert len(results) > 1
+    assert all(result.bishengir.outcome == "hivmc" for result in results), [
+        (result.config, result.bishengir.outcome, result.bishengir.ub_required_bytes)
+        for result in results
+    ]
 
 
 def test_a_launch_with_unit_strides_fits_where_the_unspecialized_kernel_overflows(

@@ -53,6 +53,7 @@ CASES = (
     {"shape": (11,), "dim": 0},
     {"shape": (2, 3, 4, 5), "dim": 1, "layout": "transposed"},
     {"shape": (6, 9), "dim": -1, "layout": "sliced"},
+    {"shape": (512, 64), "dim": 0},
 )
 
 

@@ -229,6 +229,86 @@ def autotune_assignments(tree):
     ]
 
 
+def kernel_launches(owner, tree):
+    """Yield ``(kernel, launch call)``: each call in ``tree`` that launches a ``triton.jit`` kernel of it, directly or through its autotuner.
+
+    :param owner: the :class:`Pass` whose imports resolve ``triton.jit``.
+    :param tree: ``ast.Module``, a generated module.
+    :return: iterator of ``(ast.FunctionDef, ast.Call)``; the call is
+        ``kernel[grid](...)`` (or ``autotuned[grid](...)``).
+    """
+
+    kernels = owner.kernels(tree)
+    launched = {
+        statement.targets[0].id: statement.value.args[0].id
+        for statement in autotune_assignments(tree)
+        if statement.value.args and isinstance(statement.value.args[0], ast.Name)
+    }
+    launched.update({name: name for name in kernels})
+
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in launched
+        ):
+            yield kernels[launched[node.func.value.id]], node
+
+
+def operands(node, operator):
+    """The operands of a chain of binary ``operator`` (an ``ast.operator`` class), left to right."""
+
+    if isinstance(node, ast.BinOp) and isinstance(node.op, operator):
+        yield from operands(node.left, operator)
+        yield from operands(node.right, operator)
+    else:
+        yield node
+
+
+def summands(node):
+    """The terms of a chain of ``+`` (an address: the pointer, then its offsets)."""
+
+    return operands(node, ast.Add)
+
+
+def arange_positions(owner, node):
+    """The tile axes, counted from the innermost (0), along which the ``arange`` calls in ``node`` vary (``set``).
+
+    ``arange(0, B)[:, None]`` varies along axis 1 from the innermost,
+    ``arange(0, B)[None, :]`` and a bare ``arange(0, B)`` along axis 0
+    (broadcasting aligns shapes on the right).
+    """
+
+    positions = set()
+    indexed = set()
+
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Subscript) and owner.is_call_to(
+            inner.value, "triton.language.arange"
+        ):
+            indexed.add(id(inner.value))
+            index = (
+                inner.slice.elts
+                if isinstance(inner.slice, ast.Tuple)
+                else [inner.slice]
+            )
+            positions.update(
+                len(index) - 1 - axis
+                for axis, item in enumerate(index)
+                if isinstance(item, ast.Slice)
+            )
+
+    positions.update(
+        0
+        for inner in ast.walk(node)
+        if owner.is_call_to(inner, "triton.language.arange")
+        and id(inner) not in indexed
+    )
+
+    return positions
+
+
 def autotune_block_sizes(statement):
     """Return the block sizes of each config of an autotune assignment: a ``list`` of ``dict``."""
 

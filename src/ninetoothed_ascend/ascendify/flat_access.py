@@ -7,10 +7,13 @@ import math
 
 from ninetoothed_ascend.ascendify.base import (
     Pass,
-    autotune_assignments,
+    arange_positions,
     import_aliases,
     insert_after_imports,
+    kernel_launches,
     keyword,
+    operands,
+    summands,
 )
 
 #: The launch-side test, added to the module when an access was given a fast path.
@@ -95,16 +98,7 @@ class ContiguousFlatAccess(Pass):
         return super().run(tree)
 
     def visit_Module(self, node):
-        kernels = self.kernels(node)
-        launched = {
-            statement.targets[0].id: statement.value.args[0].id
-            for statement in autotune_assignments(node)
-            if statement.value.args and isinstance(statement.value.args[0], ast.Name)
-        }
-        launched.update({name: name for name in kernels})
-
-        for launch_call in _kernel_calls(node, launched):
-            kernel = kernels[launched[launch_call.func.value.id]]
+        for kernel, launch_call in kernel_launches(self, node):
             self._rewrite_kernel(kernel, launch_call)
 
         return node
@@ -219,7 +213,7 @@ def digit_groups(owner, pointer, arguments):
 
     candidates = {}
 
-    for term in _summands(pointer):
+    for term in summands(pointer):
         digit = _digit_term(owner, term, arguments)
 
         if digit is not None:
@@ -273,55 +267,21 @@ def _innermost_stride_arguments(owner, pointer, group, arguments):
     :return: ``list`` of ``ast`` expressions (the launch's ``T.stride(k)``).
     """
 
-    if 0 in _arange_positions(owner, group.flat_index):
+    if 0 in arange_positions(owner, group.flat_index):
         return [group.stride_arguments[-1]]
 
     grouped = {id(term) for term in group.terms}
 
     return [
         arguments[term.right.id]
-        for term in _summands(pointer)
+        for term in summands(pointer)
         if id(term) not in grouped
         and isinstance(term, ast.BinOp)
         and isinstance(term.op, ast.Mult)
         and isinstance(term.right, ast.Name)
         and term.right.id in arguments
-        and 0 in _arange_positions(owner, term.left)
+        and 0 in arange_positions(owner, term.left)
     ]
-
-
-def _arange_positions(owner, node):
-    """The tile axes, counted from the innermost (0), along which the ``arange`` calls in ``node`` vary.
-
-    ``arange(0, B)[:, None]`` varies along axis 1 from the innermost,
-    ``arange(0, B)[None, :]`` and a bare ``arange(0, B)`` along axis 0
-    (broadcasting aligns shapes on the right).
-    """
-
-    positions = set()
-    indexed = set()
-
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Subscript) and owner.is_call_to(
-            inner.value, "triton.language.arange"
-        ):
-            indexed.add(id(inner.value))
-            index = (
-                inner.slice.elts
-                if isinstance(inner.slice, ast.Tuple)
-                else [inner.slice]
-            )
-            axes = [k for k, item in enumerate(index) if isinstance(item, ast.Slice)]
-            positions.update(len(index) - 1 - axis for axis in axes)
-
-    positions.update(
-        0
-        for inner in ast.walk(node)
-        if owner.is_call_to(inner, "triton.language.arange")
-        and id(inner) not in indexed
-    )
-
-    return positions
 
 
 def scalar_accesses(source):
@@ -381,7 +341,7 @@ def scalar_accesses(source):
                 found.append(
                     (kernel.name, kind, "address read from a loaded tensor (an index)")
                 )
-            elif any(_is_window(owner, term) for term in _summands(pointer)):
+            elif any(_is_window(owner, term) for term in summands(pointer)):
                 found.append((kernel.name, kind, WINDOW))
             elif any(
                 isinstance(node, ast.BinOp)
@@ -443,36 +403,11 @@ def _is_window(owner, term):
 
 
 def _in_digit_group(owner, node, pointer):
-    for term in _summands(pointer):
+    for term in summands(pointer):
         if any(inner is node for inner in ast.walk(term)):
             return _digit_term(owner, term, None) is not None
 
     return False
-
-
-def _kernel_calls(tree, launched):
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Subscript)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in launched
-        ):
-            yield node
-
-
-def _operands(node, operator):
-    """The operands of a chain of binary ``operator`` (an ``ast.operator`` class), left to right."""
-
-    if isinstance(node, ast.BinOp) and isinstance(node.op, operator):
-        yield from _operands(node.left, operator)
-        yield from _operands(node.right, operator)
-    else:
-        yield node
-
-
-def _summands(node):
-    return _operands(node, ast.Add)
 
 
 @dataclasses.dataclass
@@ -503,7 +438,7 @@ def _digit_term(owner, term, arguments):
     varying = []
     offsets = []
 
-    for summand in _summands(term.left):
+    for summand in summands(term.left):
         (varying if _holds_arange(owner, summand) else offsets).append(summand)
 
     if len(varying) != 1:
@@ -744,7 +679,7 @@ def _drop_digit_bounds(mask, group, flag, zeros):
             return False
 
         varying = [
-            summand for summand in _summands(term.left) if not _is_zero(summand, zeros)
+            summand for summand in summands(term.left) if not _is_zero(summand, zeros)
         ]
 
         if len(varying) != 1 or ast.dump(varying[0]) not in digits:
@@ -783,7 +718,7 @@ def _drop_digit_bounds(mask, group, flag, zeros):
 
 
 def _conjuncts(node):
-    return _operands(node, ast.BitAnd)
+    return operands(node, ast.BitAnd)
 
 
 def _copy(node):

@@ -27,6 +27,7 @@ from ninetoothed_ascend.ascendify.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
 from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.ascendify.transposed_tiles import TransposeStridedTiles
 from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 from ninetoothed_ascend.compiler.target import Target
 from ninetoothed_ascend.jit.emulation import (
@@ -63,6 +64,7 @@ NPU = (
     LowerFloat64,
     FilterAutotuneKey,
     ContiguousFlatAccess,
+    TransposeStridedTiles,
     FitUnifiedBuffer,
     SplitSubBlocks,
     PersistentGrid,

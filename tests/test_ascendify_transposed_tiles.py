@@ -1,0 +1,109 @@
+"""Level 1 (AST): TransposeStridedTiles loads a tile with unit-stride rows and strided columns transposed, decided at the launch."""
+
+import ast
+import re
+
+import torch
+from helpers import shared_example
+from test_ascendify_flat_access import TRANSPOSED
+
+from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
+from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
+from ninetoothed_ascend.ascendify.transposed_tiles import (
+    FLAG_PREFIX,
+    TransposeStridedTiles,
+)
+
+
+def rewrite(source):
+    return run_pipeline(source, [ContiguousFlatAccess, TransposeStridedTiles])
+
+
+def launch_keywords(source, kernel="kernel"):
+    """The launch's ``name=expression`` keywords of its call to ``kernel``, unparsed."""
+
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and kernel in ast.unparse(node.func.value)
+    ]
+
+    return {keyword.arg: ast.unparse(keyword.value) for keyword in call.keywords}
+
+
+def test_the_load_gets_a_transposed_branch_chosen_by_a_launch_flag():
+    rewritten = rewrite(TRANSPOSED)
+
+    assert dict(rewritten.rewrites)["TransposeStridedTiles"] == 1
+    (choice,) = [
+        node
+        for node in ast.walk(ast.parse(rewritten.source))
+        if isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Name)
+        and node.test.id.startswith(FLAG_PREFIX)
+    ]
+    transposed = ast.unparse(choice.body)
+    # The rows' fast path, its arange now innermost; the columns outer.
+    assert transposed.startswith("tl.trans(tl.load(x_pointer + ")
+    assert "(i * BLOCK + tl.arange(0, BLOCK)[None, :]) * x_stride_2" in transposed
+    assert "tl.arange(0, N)[:, None] * x_stride_1" in transposed
+    assert "//" not in transposed and "[:, None]) //" not in transposed
+    assert ast.unparse(choice.orelse).startswith("tl.load(")
+    flags = launch_keywords(rewritten.source)
+    assert flags[choice.test.id] == (
+        f"{COLLAPSES}((x.size(0), x.size(2)), (x.stride(0), x.stride(2)))"
+        " and x.stride(2) == 1 and (x.stride(1) != 1)"
+    )
+    # The store is not a load: its fast path is ContiguousFlatAccess's alone.
+    assert sum(name.startswith(FLAG_PREFIX) for name in flags) == 1
+
+
+def test_tiles_without_a_flattened_row_group_or_a_strided_column_are_left_alone():
+    assert "TransposeStridedTiles" not in dict(
+        rewrite(shared_example("softmax").kernel.source("cuda")).rewrites
+    )
+    assert "TransposeStridedTiles" not in dict(
+        rewrite(shared_example("flat_sigmoid").kernel.source("cuda")).rewrites
+    )
+    # A column term whose scale is not a stride parameter.
+    assert "TransposeStridedTiles" not in dict(
+        rewrite(
+            TRANSPOSED.replace(
+                "tl.arange(0, N)[None, :] * x_stride_1)",
+                "tl.arange(0, N)[None, :] * 3)",
+            )
+        ).rewrites
+    )
+
+
+def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load():
+    # Its values: tests/test_emulation.py runs every case of flat_sum_dim,
+    # (512, 64) over dim 0 among them, emulated against torch.
+    source = shared_example("flat_sum_dim").kernel.source("npu")
+    names = {}
+    exec(
+        ast.unparse(
+            [
+                node
+                for node in ast.parse(source).body
+                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
+            ]
+        ),
+        names,
+    )
+    (flag,) = [
+        value
+        for name, value in launch_keywords(source, "flat_sum_dim").items()
+        if name.startswith(FLAG_PREFIX)
+    ]
+    (input,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", flag))
+    values = torch.empty(512, 64)
+
+    def taken(dim):
+        return eval(flag, names | {input: values.movedim(dim, -1)[None, None]})
+
+    assert taken(0) is True
+    assert taken(1) is False
+    assert eval(flag, names | {input: values.t().movedim(0, -1)[None, None]}) is False
