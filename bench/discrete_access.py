@@ -7,10 +7,11 @@ the arguments, constexpr values and specialization (integers equal to 1
 as constants) of the launch its ``launch`` makes
 (:func:`ninetoothed_ascend.compile_check.launch_arguments`), twice:
 
-* ``after``: as the launch decides, ``ContiguousFlatAccess``'s flags
-  (``ninetoothed_ascend_flat_affine_*``) computed from the strides;
+* ``after``: as the launch decides, ``ContiguousFlatAccess``'s and
+  ``TransposeStridedTiles``' flags (``ninetoothed_ascend_flat_affine_*``,
+  ``ninetoothed_ascend_transposed_*``) computed from the strides;
 * ``before``: every flag ``False``, which the frontend folds to the
-  general path: the address as it was before the pass.
+  general path: the address as it was before the passes.
 
 Each row counts the ``DiscreteMemAccess`` ops (the loads and stores that
 ``triton-adapter-opt`` lowers to scalar loops) in the ``ttadapter`` output,
@@ -35,7 +36,7 @@ import pathlib
 import torch
 
 from ninetoothed_ascend import compile_check, examples
-from ninetoothed_ascend.ascendify.flat_access import FLAG_PREFIX
+from ninetoothed_ascend.ascendify import flat_access, transposed_tiles
 from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
@@ -144,7 +145,9 @@ def main():
                     flags = {
                         name: value
                         for name, value in constants.items()
-                        if name.startswith(FLAG_PREFIX)
+                        if name.startswith(
+                            (flat_access.FLAG_PREFIX, transposed_tiles.FLAG_PREFIX)
+                        )
                     }
                     shown = {
                         name.rsplit("_prefix_", 1)[-1].removeprefix(
