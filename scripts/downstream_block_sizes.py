@@ -40,11 +40,18 @@ def _pinned(source, block_size, directory):
     """Import ``source`` with its block size pinned: the one autotune config, or the CPU variant's chosen one."""
 
     if "triton.autotune(" in source:
+        # The config whole, num_warps and num_stages included: a GPU compiles
+        # (and pipelines) each config by them.
         source = re.sub(
             r"configs=\[.*?\], key=",
-            lambda match: (
-                f"configs=[triton.Config({{'{re.search(_BLOCK, match.group()).group()}':"
-                f" {block_size}}})], key="
+            lambda match: "configs=[{}], key=".format(
+                next(
+                    config
+                    for config in re.findall(
+                        r"triton\.Config\(\{[^}]*\}[^)]*\)", match.group()
+                    )
+                    if re.search(rf"{_BLOCK}': {block_size}\b", config)
+                )
             ),
             source,
             flags=re.S,

@@ -107,3 +107,36 @@ def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load
     assert taken(0) is True
     assert taken(1) is False
     assert eval(flag, names | {input: values.t().movedim(0, -1)[None, None]}) is False
+
+
+def test_the_ub_model_bounds_an_undecided_transposed_load_by_the_plain_one():
+    # FitUnifiedBuffer does not know the launch's choice; the plain load,
+    # strided wherever the transposed one is taken, bounds it (docs/ub.md).
+    from ninetoothed_ascend.ascendify.base import import_aliases
+    from ninetoothed_ascend.ascendify.ub_model import footprint
+
+    def peaks(source):
+        tree = ast.parse(source)
+        kernel = next(
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name == "kernel"
+        )
+        flags = [arg.arg for arg in kernel.args.args if "flat_affine" in arg.arg]
+
+        return [
+            footprint(
+                kernel,
+                import_aliases(tree),
+                {"BLOCK": 64, "N": 32} | dict.fromkeys(flags, fast),
+                contiguous=fast,
+            ).peak
+            for fast in (True, False)
+        ]
+
+    plain = run_pipeline(TRANSPOSED, [ContiguousFlatAccess]).source
+    transposed = rewrite(TRANSPOSED).source
+
+    assert "trans(" in transposed
+    assert all(peaks(plain))
+    assert peaks(transposed) == peaks(plain)

@@ -405,6 +405,19 @@ class _Model:
             return self.combine([node.operand])
 
         if isinstance(node, ast.IfExp):
+            if (
+                isinstance(node.test, ast.Name)
+                and node.test.id in self.parameters
+                and isinstance(node.body, ast.Call)
+                and self.name(node.body.func) == "triton.language.trans"
+            ):
+                # TransposeStridedTiles' choice, a constexpr the launch sets:
+                # it takes the transposed load only where the plain one has a
+                # strided innermost axis, whose cost here (32 bytes per
+                # element and more) bounds the transposed load's (12 to 14
+                # bytes per element measured, TransposeStridedTiles).
+                return self.expression(node.orelse)
+
             return self.combine([node.test, node.body, node.orelse])
 
         return None, 0, 0
