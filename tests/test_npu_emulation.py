@@ -233,3 +233,26 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
 
     strided = input.transpose(2, 3).contiguous().transpose(2, 3)
     assert_matches(module, module.launch(launch, strided), expected, torch.float32)
+
+
+def test_a_caller_sized_tile_too_large_for_the_ub_is_refused_at_the_launch():
+    """flat_sum_dim's tile is ROWS x next_power_of_2(the reduced length), both from its caller: the launch evaluates the UB model and refuses 16 x 4096 (BiShengIR: 524,288 B needed in fp16, docs/ub.md) before anything compiles, and runs 16 x 512."""
+
+    from ninetoothed_ascend.runtime import UnifiedBufferOverflowError
+
+    module = shared_example("flat_sum_dim")
+    launch = module.kernel.emulated("cpu")
+    input, dim = module.inputs("cpu", torch.float32, shape=(64, 4096), dim=-1)
+
+    with pytest.raises(UnifiedBufferOverflowError) as refused:
+        module.launch(launch, input, dim)
+
+    message = str(refused.value)
+    assert "`flat_sum_dim` (NPU variant)" in message
+    assert "786432 bytes" in message and "196608 available" in message
+    assert "BLOCK_SIZE_N = 4096" in message and "next_power_of_2" not in message
+
+    input, dim = module.inputs("cpu", torch.float32, shape=(512, 64), dim=0)
+    assert_matches(
+        module, module.launch(launch, input, dim), input.sum(dim), torch.float32
+    )

@@ -3,7 +3,12 @@
 import ast
 import copy
 
-from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments
+from ninetoothed_ascend.ascendify.base import (
+    Pass,
+    autotune_assignments,
+    insert_after_imports,
+    kernel_launches,
+)
 from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
 
 #: Sub-blocks are powers of two no larger than this.
@@ -112,12 +117,68 @@ class SplitSubBlocks(Pass):
         for kernel, extent, sub in self.guards:
             self.guard(node, kernel, extent, sub, budget)
 
+        for kernel in self.launch_checks:
+            self.check_at_launch(node, kernel, budget)
+
         return node
 
     def run(self, tree):
         self.guards = []
+        self.launch_checks = []
 
         return super().run(tree)
+
+    def check_at_launch(self, module, kernel, budget):
+        """Make each launch of ``kernel`` evaluate the UB model for its block sizes and refuse an overflow.
+
+        A kernel whose tiles several caller-given block sizes size (a
+        reduction over rows of any length, ``flat_sum_dim``) has no one
+        extent to split, and which combinations fit is known only at the
+        launch; :func:`ninetoothed_ascend.runtime.refuse_overflow` evaluates
+        the model there, once per distinct set of constexprs.
+        """
+
+        source = f"ninetoothed_ascend_source_{kernel.name}"
+        launches = [
+            call
+            for launched, call in kernel_launches(self, module)
+            if launched is kernel
+        ]
+
+        if not launches:
+            return
+
+        insert_after_imports(
+            module,
+            ast.parse(
+                "from ninetoothed_ascend.runtime import refuse_overflow as "
+                f"ninetoothed_ascend_refuse_overflow\n"
+                f"{source} = {ast.unparse(kernel)!r}\n"
+            ).body,
+        )
+        parameters = [argument.arg for argument in kernel.args.args]
+
+        for call in launches:
+            named = [ast.Constant(name) for name in parameters[: len(call.args)]] + [
+                ast.Constant(item.arg) for item in call.keywords
+            ]
+            values = [copy.deepcopy(value) for value in call.args] + [
+                copy.deepcopy(item.value) for item in call.keywords
+            ]
+            check = ast.Expr(
+                ast.Call(
+                    ast.Name("ninetoothed_ascend_refuse_overflow", ast.Load()),
+                    [
+                        ast.Name(source, ast.Load()),
+                        ast.parse(repr(self.aliases), mode="eval").body,
+                        ast.Dict(named, values),
+                        ast.Constant(budget),
+                    ],
+                    [],
+                )
+            )
+            _insert_before(module, call, check)
+            self.rewrote()
 
     def guard(self, module, kernel, extent, sub, budget):
         """Make the launch refuse a block the kernel cannot fit, naming the limit.
@@ -176,6 +237,9 @@ class SplitSubBlocks(Pass):
                     extents.add(end.id)
                 elif not isinstance(end, ast.Constant):
                     return
+
+        if len(extents) > 1:
+            self.launch_checks.append(kernel)
 
         if len(extents) != 1:
             return
@@ -236,6 +300,23 @@ class SplitSubBlocks(Pass):
                 return False
 
         return True
+
+
+def _insert_before(module, call, statement):
+    """Insert ``statement`` before the statement of ``module`` whose expression is ``call``."""
+
+    for node in ast.walk(module):
+        for field in ("body", "orelse"):
+            body = getattr(node, field, None)
+
+            if not isinstance(body, list):
+                continue
+
+            for index, item in enumerate(body):
+                if isinstance(item, ast.Expr) and item.value is call:
+                    body.insert(index, statement)
+
+                    return
 
 
 def _largest_fitting(kernel, aliases, extent, budget):
