@@ -36,7 +36,13 @@ def test_elementwise(op, shape, dtype, device):
     # Away from zero: ``div`` divides by it.
     other = (torch.rand(shape, generator=generator) + 0.5).to(device, dtype)
 
-    torch.testing.assert_close(run(op, input, other), REFERENCES[op](input, other))
+    # torch rounds ``y * 3`` to fp16 before ``x - ...``; a GPU fuses the two
+    # into one FMA (one rounding): up to half an fp16 ulp of the product
+    # apart (measured on an H100: 0.00098 for sub_scaled, plain NineToothed).
+    tolerance = {"atol": 1e-3, "rtol": 1e-3} if dtype == torch.float16 else {}
+    torch.testing.assert_close(
+        run(op, input, other), REFERENCES[op](input, other), **tolerance
+    )
 
 
 def _instance_norm_cases():
