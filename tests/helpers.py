@@ -5,6 +5,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -130,3 +131,38 @@ def assert_adapter_crashes_then_cured(
             getattr(module, function.fn.__name__), signature, constants
         )
         assert "func.func" in linalg
+
+
+def launch_keywords(source, kernel="kernel"):
+    """The keywords of a generated module's launch of ``kernel``: ``dict`` name -> unparsed expression."""
+
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and kernel in ast.unparse(node.func.value)
+    ]
+
+    return {keyword.arg: ast.unparse(keyword.value) for keyword in call.keywords}
+
+
+def launch_flag(source, expression):
+    """A function of a tensor: the value ``expression`` (a launch keyword of ``source`` reading one tensor's sizes and strides) takes for it."""
+
+    from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
+
+    names = {}
+    exec(
+        ast.unparse(
+            [
+                node
+                for node in ast.parse(source).body
+                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
+            ]
+        ),
+        names,
+    )
+    (tensor,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", expression))
+
+    return lambda value: eval(expression, names | {tensor: value})

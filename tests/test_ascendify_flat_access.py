@@ -1,10 +1,9 @@
 """Level 1 (AST): ContiguousFlatAccess gives flattened addresses a launch-decided affine fast path."""
 
 import ast
-import re
 
 import torch
-from helpers import shared_example
+from helpers import launch_flag, launch_keywords, shared_example
 
 from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
 from ninetoothed_ascend.ascendify.flat_access import (
@@ -229,18 +228,10 @@ def launch_kernel(x, y):
 
 
 def _launch_flags(source, kernel="kernel"):
-    (call,) = [
-        node
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Subscript)
-        and kernel in ast.unparse(node.func.value)
-    ]
-
     return {
-        keyword.arg: ast.unparse(keyword.value)
-        for keyword in call.keywords
-        if keyword.arg.startswith(FLAG_PREFIX)
+        name: expression
+        for name, expression in launch_keywords(source, kernel).items()
+        if name.startswith(FLAG_PREFIX)
     }
 
 
@@ -271,28 +262,11 @@ def test_a_flattened_store_along_the_innermost_axis_asks_for_its_last_stride_to_
 
 def test_conv2d_with_an_nchw_output_stores_through_the_gather_and_channels_last_through_the_dma():
     source = shared_example("conv2d").kernel.source("npu")
-    names = {}
-    exec(
-        ast.unparse(
-            [
-                node
-                for node in ast.parse(source).body
-                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
-            ]
-        ),
-        names,
-    )
     (store_flag,) = [
         flag for flag in _launch_flags(source, "conv2d").values() if "== 1" in flag
     ]
-    (output,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", store_flag))
+    taken = launch_flag(source, store_flag)
     nchw = torch.empty(1, 33, 8, 9)
 
-    assert eval(store_flag, names | {output: nchw}) is False
-    assert (
-        eval(
-            store_flag,
-            names | {output: nchw.to(memory_format=torch.channels_last)},
-        )
-        is True
-    )
+    assert taken(nchw) is False
+    assert taken(nchw.to(memory_format=torch.channels_last)) is True

@@ -1,10 +1,9 @@
 """Level 1 (AST): TransposeStridedTiles loads a tile with unit-stride rows and strided columns transposed, decided at the launch."""
 
 import ast
-import re
 
 import torch
-from helpers import shared_example
+from helpers import launch_flag, launch_keywords, shared_example
 from test_ascendify_flat_access import TRANSPOSED
 
 from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
@@ -17,20 +16,6 @@ from ninetoothed_ascend.ascendify.transposed_tiles import (
 
 def rewrite(source):
     return run_pipeline(source, [ContiguousFlatAccess, TransposeStridedTiles])
-
-
-def launch_keywords(source, kernel="kernel"):
-    """The launch's ``name=expression`` keywords of its call to ``kernel``, unparsed."""
-
-    (call,) = [
-        node
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Subscript)
-        and kernel in ast.unparse(node.func.value)
-    ]
-
-    return {keyword.arg: ast.unparse(keyword.value) for keyword in call.keywords}
 
 
 def test_the_load_gets_a_transposed_branch_chosen_by_a_launch_flag():
@@ -82,31 +67,17 @@ def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load
     # Its values: tests/test_emulation.py runs every case of flat_sum_dim,
     # (512, 64) over dim 0 among them, emulated against torch.
     source = shared_example("flat_sum_dim").kernel.source("npu")
-    names = {}
-    exec(
-        ast.unparse(
-            [
-                node
-                for node in ast.parse(source).body
-                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
-            ]
-        ),
-        names,
-    )
     (flag,) = [
         value
         for name, value in launch_keywords(source, "flat_sum_dim").items()
         if name.startswith(FLAG_PREFIX)
     ]
-    (input,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", flag))
+    taken = launch_flag(source, flag)
     values = torch.empty(512, 64)
 
-    def taken(dim):
-        return eval(flag, names | {input: values.movedim(dim, -1)[None, None]})
-
-    assert taken(0) is True
-    assert taken(1) is False
-    assert eval(flag, names | {input: values.t().movedim(0, -1)[None, None]}) is False
+    assert taken(values.movedim(0, -1)[None, None]) is True
+    assert taken(values.movedim(1, -1)[None, None]) is False
+    assert taken(values.t().movedim(0, -1)[None, None]) is False
 
 
 def test_the_ub_model_bounds_an_undecided_transposed_load_by_the_plain_one():
