@@ -1,6 +1,7 @@
 """What every rewrite pass shares: the pass protocol, name resolution and the pipeline runner."""
 
 import ast
+import collections
 import dataclasses
 
 from ninetoothed_ascend.compiler.target import Target
@@ -58,13 +59,21 @@ class Pass(ast.NodeTransformer):
         self.target = target
 
     def run(self, tree):
-        """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites."""
+        """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites.
+
+        Statements the pass creates get the location of their enclosing
+        statement, as ``ast.fix_missing_locations`` gives them (``ast.unparse``
+        reads a statement's line); expressions it creates may lack one: fixing
+        every node of the module after every pass was a large part of a
+        pipeline's time. Call ``ast.fix_missing_locations`` before compiling
+        a rewritten tree.
+        """
 
         self.rewrites = 0
         self.aliases = import_aliases(tree)
         self.visit(tree)
         self.finish(tree)
-        ast.fix_missing_locations(tree)
+        _fix_statement_locations(tree)
 
         return self.rewrites
 
@@ -238,11 +247,15 @@ def autotune_block_sizes(statement):
 
 
 def import_aliases(tree):
-    """Map each name bound by an import in ``tree`` to the dotted name it stands for."""
+    """Map each name bound by an import in ``tree`` to the dotted name it stands for.
+
+    Where a name is bound twice, the import met last in breadth-first order
+    (``ast.walk``'s) wins.
+    """
 
     aliases = {}
 
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname is not None:
@@ -255,6 +268,52 @@ def import_aliases(tree):
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     return aliases
+
+
+def _statements(tree):
+    # Imports are statements, and a statement's parent is a statement, an
+    # ``except`` handler, a ``case`` or the module: walking only those, in
+    # ``ast.walk``'s breadth-first order, meets the same imports in the same
+    # order without visiting the expressions, most of a generated module.
+    queue = collections.deque([tree])
+
+    while queue:
+        node = queue.popleft()
+        queue.extend(
+            child
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, _STATEMENT_LIKE)
+        )
+
+        yield node
+
+
+_STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
+
+_LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def _fix_statement_locations(tree):
+    # ``ast.fix_missing_locations`` restricted to the statements: a
+    # statement's inherited location comes from statement-like ancestors only.
+    def fix(node, inherited):
+        location = []
+
+        for name, value in zip(_LOCATION, inherited):
+            if name in node._attributes:
+                if getattr(node, name, None) is None and (
+                    name.startswith("end_") or not hasattr(node, name)
+                ):
+                    setattr(node, name, value)
+                else:
+                    value = getattr(node, name)
+            location.append(value)
+
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _STATEMENT_LIKE):
+                fix(child, location)
+
+    fix(tree, (1, 0, 1, 0))
 
 
 def keyword(call, name):
