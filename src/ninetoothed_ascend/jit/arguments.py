@@ -191,7 +191,6 @@ def _equal_sizes(kernel, sizes):
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
     }
-    substitute = _Substitute(assigned)
     groups = {}
 
     for node in ast.walk(kernel):
@@ -202,7 +201,7 @@ def _equal_sizes(kernel, sizes):
             and isinstance(node.comparators[0], ast.Name)
             and node.comparators[0].id in sizes
         ):
-            offsets = ast.unparse(substitute.visit(_copy(node.left)))
+            offsets = ast.unparse(_substituted(node.left, assigned, 0))
             groups.setdefault(offsets, set()).add(sizes[node.comparators[0].id])
 
     return tuple(
@@ -212,29 +211,36 @@ def _equal_sizes(kernel, sizes):
     )
 
 
-def _copy(node):
-    return ast.parse(ast.unparse(node), mode="eval").body
+def _substituted(node, assigned, depth):
+    # A new expression: ``node`` with the kernel's index variables replaced by
+    # what they were assigned, itself substituted one level deeper (bounded:
+    # generated index variables are a few levels deep). Names left as they
+    # are are shared, since the result is only unparsed; copying through
+    # ``ast.unparse`` and ``ast.parse`` took most of ``launch_facts``' time.
+    if isinstance(node, ast.Name):
+        value = assigned.get(node.id)
 
-
-class _Substitute(ast.NodeTransformer):
-    """Replaces the kernel's index variables by what they were assigned."""
-
-    def __init__(self, assigned):
-        self.assigned = assigned
-        self.depth = 0
-
-    def visit_Name(self, node):
-        value = self.assigned.get(node.id)
-
-        # Bounded: generated index variables are a few levels deep.
-        if value is None or self.depth > 8:
+        if value is None or depth > 8:
             return node
 
-        self.depth += 1
-        replaced = self.visit(_copy(value))
-        self.depth -= 1
+        return _substituted(value, assigned, depth + 1)
 
-        return replaced
+    fields = {}
+
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            value = [
+                _substituted(item, assigned, depth)
+                if isinstance(item, ast.AST)
+                else item
+                for item in value
+            ]
+        elif isinstance(value, ast.AST):
+            value = _substituted(value, assigned, depth)
+
+        fields[field] = value
+
+    return type(node)(**fields)
 
 
 def requested(variant):
