@@ -111,10 +111,13 @@ class Transformer(ast.NodeTransformer):
 @functools.cache
 def _inert_types(transformer_class):
     # The node types whose visit is a no-op for ``transformer_class``: its
-    # ``generic_visit`` is :meth:`Transformer.generic_visit` (which leaves a
-    # node without child nodes as it is) and it has no ``visit_*`` method for
-    # them. ``Constant`` holds values, never nodes; ``Name`` holds a context.
-    if transformer_class.generic_visit is not Transformer.generic_visit:
+    # ``visit`` and ``generic_visit`` are :class:`Transformer`'s (which leave
+    # a node without child nodes as it is) and it has no ``visit_*`` method
+    # for them. ``Constant`` holds values, never nodes; ``Name`` a context.
+    if (transformer_class.visit, transformer_class.generic_visit) != (
+        Transformer.visit,
+        Transformer.generic_visit,
+    ):
         return frozenset()
 
     def visited(node_class):
@@ -361,7 +364,7 @@ def import_aliases(tree):
 
     aliases = {}
 
-    for node in _statements(tree):
+    for node in statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname is not None:
@@ -376,11 +379,33 @@ def import_aliases(tree):
     return aliases
 
 
-def _statements(tree):
-    # Imports are statements, and a statement's parent is a statement, an
-    # ``except`` handler, a ``case`` or the module: walking only those, in
-    # ``ast.walk``'s breadth-first order, meets the same imports in the same
-    # order without visiting the expressions, most of a generated module.
+def walk(tree):
+    """Yield every node of ``tree``: ``ast.walk``'s nodes in its order, in less than half its time."""
+
+    queue = collections.deque([tree])
+
+    while queue:
+        node = queue.popleft()
+
+        for field in node._fields:
+            value = getattr(node, field, None)
+
+            if isinstance(value, ast.AST):
+                queue.append(value)
+            elif isinstance(value, list):
+                queue.extend(item for item in value if isinstance(item, ast.AST))
+
+        yield node
+
+
+def statements(tree):
+    """Yield the statements of ``tree`` with its ``except`` handlers, ``case`` clauses and ``tree`` itself, in :func:`walk`'s order.
+
+    A statement's parent is one of those: walking only them meets every
+    statement (``Import``, ``Try``, ...) in the order :func:`walk` does,
+    without visiting the expressions, most of a generated module's nodes.
+    """
+
     queue = collections.deque([tree])
 
     while queue:

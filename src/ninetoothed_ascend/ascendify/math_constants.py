@@ -4,7 +4,7 @@ import ast
 import math
 import numbers
 
-from ninetoothed_ascend.ascendify.base import Pass
+from ninetoothed_ascend.ascendify.base import Pass, walk
 
 _OPERATORS = (
     ast.Add,
@@ -71,7 +71,7 @@ class FoldMathConstants(Pass):
         return any(
             isinstance(child, ast.Attribute)
             and (self.resolve(child) or "").startswith("math.")
-            for child in ast.walk(node)
+            for child in walk(node)
         )
 
     def _evaluate(self, node):

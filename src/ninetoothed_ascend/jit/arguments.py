@@ -30,6 +30,8 @@ import dataclasses
 import functools
 import os
 
+from ninetoothed_ascend.ascendify.base import walk
+
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"
 
@@ -97,7 +99,7 @@ def requirements(source, kernel_name, launch_name):
     # ``kernel[grid](*arguments)``: the one call of a subscripted kernel.
     calls = [
         node
-        for node in ast.walk(launch)
+        for node in walk(launch)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
     ]
 
@@ -142,7 +144,7 @@ def _ndims(launch, parameters):
     # tensor's ``offsets()``) is not checked.
     highest, other = {}, set()
 
-    for node in ast.walk(launch):
+    for node in walk(launch):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -193,7 +195,7 @@ def _equal_sizes(kernel, sizes):
     }
     groups = {}
 
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         if (
             isinstance(node, ast.Compare)
             and len(node.ops) == 1

@@ -21,6 +21,7 @@ import functools
 
 import torch
 
+from ninetoothed_ascend.ascendify.base import walk
 from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.handle import Handle
 
@@ -135,7 +136,7 @@ def launch_parameters(source, launch_name):
     names = [argument.arg for argument in signature.args]
     tensors = {
         node.func.value.id
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("size", "stride")
