@@ -503,14 +503,13 @@ def run_pipeline(source, passes, target=None):
     if target is None:
         target = Target.from_environment("npu")
 
-    with _collection_paused():
-        tree = ast.parse(source)
-        rewrites = _run_passes(tree, passes, target)
-
-        return Rewritten(ast.unparse(tree) + "\n", rewrites)
+    with collection_paused():
+        return _rewrite(source, passes, target)
 
 
-def _run_passes(tree, passes, target):
+def _rewrite(source, passes, target):
+    # The tree is freed when this returns, before collection resumes.
+    tree = ast.parse(source)
     rewrites = []
 
     for pass_class in passes:
@@ -530,18 +529,25 @@ def _run_passes(tree, passes, target):
         if count:
             rewrites.append((pass_class.__name__, count))
 
-    return tuple(rewrites)
+    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites))
 
 
 @contextlib.contextmanager
-def _collection_paused():
+def collection_paused():
+    """Pause Python's cyclic garbage collector inside the ``with`` block (not when it is already off).
+
+    For work on a parsed module (:func:`run_pipeline`, reading launch facts)
+    that frees what it allocates before the block ends.
+    """
+
     # A pipeline allocates tens of thousands of AST nodes that live until it
     # ends, and make no reference cycles: freed by reference counting, they
     # need no cyclic collection. Collected meanwhile, they would survive into
     # the oldest generation and bring on a full collection, which with torch,
     # Triton and sympy imported scans the whole heap: 130-150 ms, measured
     # with ``gc.callbacks`` during softmax's CPU variant (bench/warm_make.py),
-    # 5x NineToothed's whole ``make`` of it.
+    # 5x NineToothed's whole ``make`` of it. What the block allocates must be
+    # freed before it ends, or the first collection after it promotes it all.
     if not gc.isenabled():
         yield
         return

@@ -21,7 +21,7 @@ import functools
 
 import torch
 
-from ninetoothed_ascend.ascendify.base import walk
+from ninetoothed_ascend.ascendify.base import collection_paused, walk
 from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.handle import Handle
 
@@ -94,10 +94,11 @@ def launch_facts(generated):
         :func:`ninetoothed_ascend.jit.arguments.requirements` (or ``None``).
     """
 
-    parameters = launch_parameters(generated.source, generated.launch_name)
-    required = arguments.requirements(
-        generated.source, generated.kernel_name, generated.launch_name
-    )
+    with collection_paused():
+        parameters = launch_parameters(generated.source, generated.launch_name)
+        required = arguments.requirements(
+            generated.source, generated.kernel_name, generated.launch_name
+        )
 
     return {
         "parameters": list(parameters[0]) if parameters is not None else None,
