@@ -51,7 +51,12 @@ class FoldMathConstants(Pass):
         return node
 
     def _fold(self, node):
-        if isinstance(node, ast.expr) and self._mentions_math(node):
+        if isinstance(node, ast.expr):
+            if not self._mentions_math(node):
+                # Nor does any part of it: nothing below folds. Not walking
+                # each part again keeps the pass linear in the module's size.
+                return node
+
             try:
                 value = self._evaluate(node)
             except _NotConstant:
