@@ -39,16 +39,17 @@ class PipelineError(Exception):
 
 
 class Transformer(ast.NodeTransformer):
-    """``ast.NodeTransformer`` with the same protocol and results, in about half its time.
+    """``ast.NodeTransformer`` with the same protocol and results, in a third of its time.
 
-    A pipeline's time is mostly its passes walking the module (each walk of
-    flash attention's 14,647 nodes took 13.5 ms with ``ast.NodeTransformer``),
-    so the walk is made cheaper, not the passes changed: the ``visit_*``
-    method of a node type is looked up once per instance, not per node, and
-    nodes that hold no other node (operators, ``Load``/``Store``, constants,
-    and names) are not visited where visiting them would change nothing, that
-    is where the transformer has no ``visit_*`` method for them and keeps
-    this class's :meth:`generic_visit`.
+    A pipeline's time is mostly its passes walking the module, so the walk
+    is made cheaper, not the passes changed: the ``visit_*`` method of a node
+    type is looked up once per instance, not per node, and nodes that hold
+    no other node (operators, ``Load``/``Store``, constants, and names) are
+    not visited where visiting them would change nothing, that is where the
+    transformer has no ``visit_*`` method for them and keeps this class's
+    :meth:`generic_visit`. A walk of flash attention's 14,647 nodes with no
+    ``visit_*`` method: 13.8 ms with ``ast.NodeTransformer``, 4.2 ms with
+    this class (CPU time, best of 7).
     """
 
     def visit(self, node):
@@ -123,13 +124,13 @@ def _inert_types(transformer_class):
     def visited(node_class):
         return hasattr(transformer_class, f"visit_{node_class.__name__}")
 
-    leaves = {
-        node_class
-        for node_class in _node_classes(ast.AST)
-        if not node_class._fields and not visited(node_class)
-    }
+    leaves = {node_class for node_class in _FIELDLESS if not visited(node_class)}
 
-    if not visited(ast.Constant):
+    # ``ast.NodeVisitor.visit_Constant`` only forwards to the visitors of
+    # Python 3.7's constant nodes, where a class defines one.
+    if transformer_class.visit_Constant is ast.NodeVisitor.visit_Constant and not any(
+        hasattr(transformer_class, f"visit_{name}") for name in _CONSTANT_NODE_NAMES
+    ):
         leaves.add(ast.Constant)
 
     if not visited(ast.Name) and {ast.Load, ast.Store, ast.Del} <= leaves:
@@ -138,10 +139,18 @@ def _inert_types(transformer_class):
     return frozenset(leaves)
 
 
+_CONSTANT_NODE_NAMES = ("Num", "Str", "Bytes", "NameConstant", "Ellipsis")
+
+
 def _node_classes(node_class):
     for subclass in node_class.__subclasses__():
         yield subclass
         yield from _node_classes(subclass)
+
+
+_FIELDLESS = frozenset(
+    node_class for node_class in _node_classes(ast.AST) if not node_class._fields
+)
 
 
 class Pass(Transformer):
