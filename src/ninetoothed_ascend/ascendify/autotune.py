@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments
+from ninetoothed_ascend.ascendify.base import Pass, Transformer, autotune_assignments
 
 
 class DeferAutotune(Pass):
@@ -50,7 +50,7 @@ def _cached_factory(name, value):
     return factory
 
 
-class _CallInsteadOfName(ast.NodeTransformer):
+class _CallInsteadOfName(Transformer):
     def __init__(self, names):
         self._names = names
 

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword
+from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword, walk
 
 
 class FilterAutotuneKey(Pass):
@@ -83,7 +83,7 @@ class FilterAutotuneKey(Pass):
 def launch_call(module, name):
     """Return ``(grid, call)`` for the first ``name[grid](...)`` in ``module``, or ``None``."""
 
-    for node in ast.walk(module):
+    for node in walk(module):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Subscript)
@@ -125,7 +125,7 @@ def _divided_names(kernel, constexprs):
 
     names = set()
 
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         if (
             isinstance(node, ast.BinOp)
             and isinstance(node.op, ast.FloorDiv)
@@ -133,7 +133,7 @@ def _divided_names(kernel, constexprs):
             and node.right.id in constexprs
         ):
             names.update(
-                name.id for name in ast.walk(node.left) if isinstance(name, ast.Name)
+                name.id for name in walk(node.left) if isinstance(name, ast.Name)
             )
 
     return names

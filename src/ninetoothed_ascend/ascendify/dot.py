@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, RewriteError, keyword
+from ninetoothed_ascend.ascendify.base import Pass, RewriteError, keyword, walk
 
 #: Position of ``input_precision`` in ``tl.dot(input, other, acc, input_precision, ...)``.
 _INPUT_PRECISION_POSITION = 3
@@ -207,7 +207,7 @@ def _bound_strings(function, name):
 
     values = set()
 
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -220,7 +220,7 @@ def _bound_strings(function, name):
         if not any(
             isinstance(target, ast.Name) and target.id == name
             for target_node in targets
-            for target in ast.walk(target_node)
+            for target in walk(target_node)
         ):
             continue
 

@@ -6,8 +6,10 @@ import copy
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
+    Transformer,
     autotune_assignments,
     insert_after_imports,
+    walk,
 )
 from ninetoothed_ascend.ascendify.ub_model import uses_dot
 
@@ -72,7 +74,7 @@ class PersistentGrid(Pass):
         done = set()
         guards = {}
 
-        for call in [child for child in ast.walk(node) if isinstance(child, ast.Call)]:
+        for call in [child for child in walk(node) if isinstance(child, ast.Call)]:
             if not (
                 isinstance(call.func, ast.Subscript)
                 and isinstance(call.func.value, ast.Name)
@@ -126,7 +128,7 @@ class PersistentGrid(Pass):
         outer = {argument.arg for argument in kernel.args.args} | {
             node.id
             for statement in kernel.body[: position + 1]
-            for node in ast.walk(statement)
+            for node in walk(statement)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
         }
         loop.body = _rename_outer_assignments(
@@ -195,7 +197,7 @@ def _rename_outer_assignments(kernel, body, outer):
             targets = {
                 node.id
                 for target in statement.targets
-                for node in ast.walk(target)
+                for node in walk(target)
                 if isinstance(node, ast.Name)
             }
 
@@ -208,7 +210,7 @@ def _rename_outer_assignments(kernel, body, outer):
         else:
             nested = {
                 node.id
-                for node in ast.walk(statement)
+                for node in walk(statement)
                 if isinstance(node, ast.Name)
                 and isinstance(node.ctx, ast.Store)
                 and node.id in outer
@@ -229,7 +231,7 @@ def _rename_outer_assignments(kernel, body, outer):
     return result
 
 
-class _Rename(ast.NodeTransformer):
+class _Rename(Transformer):
     def __init__(self, names):
         self._names = names
 
@@ -251,7 +253,7 @@ def _program_id_statement(owner, kernel):
             and isinstance(statement.value.args[0], ast.Constant)
             and statement.value.args[0].value == 0
         ):
-            if any(isinstance(node, ast.Return) for node in ast.walk(kernel)):
+            if any(isinstance(node, ast.Return) for node in walk(kernel)):
                 break
 
             return position, statement.targets[0].id
@@ -263,7 +265,7 @@ def _program_id_statement(owner, kernel):
     )
 
 
-class _UnitMeta(ast.NodeTransformer):
+class _UnitMeta(Transformer):
     """Take every ``meta[...]`` of a grid as 1."""
 
     def __init__(self, meta):
@@ -276,7 +278,7 @@ class _UnitMeta(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-class _GuardLaunches(ast.NodeTransformer):
+class _GuardLaunches(Transformer):
     """Put each rewritten launch statement under its ``if tasks > 0``."""
 
     def __init__(self, guards):

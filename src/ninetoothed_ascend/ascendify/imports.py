@@ -4,7 +4,7 @@ import ast
 import builtins
 import sys
 
-from ninetoothed_ascend.ascendify.base import Pass
+from ninetoothed_ascend.ascendify.base import Pass, walk
 
 
 class ImportStandardModules(Pass):
@@ -32,7 +32,7 @@ class ImportStandardModules(Pass):
         bound = set()
         read = []
 
-        for child in ast.walk(node):
+        for child in walk(node):
             if isinstance(child, ast.Name):
                 if isinstance(child.ctx, ast.Load):
                     read.append(child.id)

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports, keyword
+from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports, keyword, walk
 
 #: Prefix of the module-level ``triton.jit`` functions that load a pointer block under a larger mask.
 LOAD = "ninetoothed_ascend_load_under_mask"
@@ -69,14 +69,14 @@ class BroadcastLoadPointer(Pass):
     def visit_FunctionDef(self, node):
         self._block_names = {
             target.id
-            for statement in ast.walk(node)
+            for statement in walk(node)
             if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
             and statement.value is not None
             and any(
                 self.is_call_to(call, "triton.language.arange", "triton.language.load")
-                for call in ast.walk(statement.value)
+                for call in walk(statement.value)
             )
-            for target in ast.walk(
+            for target in walk(
                 ast.Tuple(
                     getattr(statement, "targets", None) or [statement.target],
                     ast.Store(),
@@ -103,7 +103,7 @@ class BroadcastLoadPointer(Pass):
             or {item.arg for item in node.keywords} - {"mask", "other"}
             or any(
                 isinstance(name, ast.Name) and name.id in self._block_names
-                for name in ast.walk(pointer)
+                for name in walk(pointer)
             )
         ):
             return node
@@ -136,7 +136,7 @@ class BroadcastLoadPointer(Pass):
 
         axes = set()
 
-        for node in ast.walk(expression):
+        for node in walk(expression):
             if not (
                 isinstance(node, ast.Subscript)
                 and self.is_call_to(node.value, "triton.language.arange")

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import MaskPass
+from ninetoothed_ascend.ascendify.base import MaskPass, Transformer
 
 
 class ScalarizeTileLowerBounds(MaskPass):
@@ -27,7 +27,7 @@ class ScalarizeTileLowerBounds(MaskPass):
         return _LowerBoundRewriter(self).visit(mask)
 
 
-class _LowerBoundRewriter(ast.NodeTransformer):
+class _LowerBoundRewriter(Transformer):
     def __init__(self, owner):
         self._owner = owner
 

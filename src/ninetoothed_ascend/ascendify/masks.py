@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import MaskPass
+from ninetoothed_ascend.ascendify.base import MaskPass, Transformer, walk
 
 
 class FoldTrueMask(MaskPass):
@@ -23,7 +23,7 @@ class FoldTrueMask(MaskPass):
         return _TrueOperandRemover(self).visit(mask)
 
 
-class _TrueOperandRemover(ast.NodeTransformer):
+class _TrueOperandRemover(Transformer):
     def __init__(self, owner):
         self._owner = owner
 
@@ -102,7 +102,7 @@ class GroupMaskTerms(MaskPass):
 
 
 def _names(node):
-    return any(isinstance(child, ast.Name) for child in ast.walk(node))
+    return any(isinstance(child, ast.Name) for child in walk(node))
 
 
 def _conjuncts(node):

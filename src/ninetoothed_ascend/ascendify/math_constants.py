@@ -4,7 +4,7 @@ import ast
 import math
 import numbers
 
-from ninetoothed_ascend.ascendify.base import Pass
+from ninetoothed_ascend.ascendify.base import Pass, walk
 
 _OPERATORS = (
     ast.Add,
@@ -51,7 +51,12 @@ class FoldMathConstants(Pass):
         return node
 
     def _fold(self, node):
-        if isinstance(node, ast.expr) and self._mentions_math(node):
+        if isinstance(node, ast.expr):
+            if not self._mentions_math(node):
+                # Nor does any part of it: nothing below folds. Not walking
+                # each part again keeps the pass linear in the module's size.
+                return node
+
             try:
                 value = self._evaluate(node)
             except _NotConstant:
@@ -71,7 +76,7 @@ class FoldMathConstants(Pass):
         return any(
             isinstance(child, ast.Attribute)
             and (self.resolve(child) or "").startswith("math.")
-            for child in ast.walk(node)
+            for child in walk(node)
         )
 
     def _evaluate(self, node):

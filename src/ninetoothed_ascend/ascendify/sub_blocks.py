@@ -8,6 +8,7 @@ from ninetoothed_ascend.ascendify.base import (
     autotune_assignments,
     insert_after_imports,
     kernel_launches,
+    walk,
 )
 from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
 
@@ -229,7 +230,7 @@ class SplitSubBlocks(Pass):
         constexprs = self.constexpr_parameters(kernel)
         extents = set()
 
-        for call in ast.walk(kernel):
+        for call in walk(kernel):
             if self.is_call_to(call, "triton.language.arange"):
                 end = call.args[1]
 
@@ -276,7 +277,7 @@ class SplitSubBlocks(Pass):
         self.rewrote()
 
     def splittable(self, kernel, extent):
-        for call in ast.walk(kernel):
+        for call in walk(kernel):
             if not isinstance(call, ast.Call):
                 continue
 
@@ -354,7 +355,7 @@ class _Splitter:
     def depends(self, node, tiles):
         return any(
             self.is_lanes(child) or (isinstance(child, ast.Name) and child.id in tiles)
-            for child in ast.walk(node)
+            for child in walk(node)
         )
 
     def run(self, body):
@@ -460,9 +461,7 @@ class _Splitter:
         names = set()
 
         for statement in statements:
-            names |= {
-                node.id for node in ast.walk(statement) if isinstance(node, ast.Name)
-            }
+            names |= {node.id for node in walk(statement) if isinstance(node, ast.Name)}
 
         chosen = []
 
@@ -473,7 +472,7 @@ class _Splitter:
                 chosen.append(definition)
                 names |= {
                     node.id
-                    for node in ast.walk(definition.value)
+                    for node in walk(definition.value)
                     if isinstance(node, ast.Name)
                 }
 

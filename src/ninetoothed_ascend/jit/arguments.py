@@ -30,6 +30,8 @@ import dataclasses
 import functools
 import os
 
+from ninetoothed_ascend.ascendify.base import walk
+
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"
 
@@ -97,7 +99,7 @@ def requirements(source, kernel_name, launch_name):
     # ``kernel[grid](*arguments)``: the one call of a subscripted kernel.
     calls = [
         node
-        for node in ast.walk(launch)
+        for node in walk(launch)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
     ]
 
@@ -142,7 +144,7 @@ def _ndims(launch, parameters):
     # tensor's ``offsets()``) is not checked.
     highest, other = {}, set()
 
-    for node in ast.walk(launch):
+    for node in walk(launch):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -191,10 +193,9 @@ def _equal_sizes(kernel, sizes):
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
     }
-    substitute = _Substitute(assigned)
     groups = {}
 
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         if (
             isinstance(node, ast.Compare)
             and len(node.ops) == 1
@@ -202,7 +203,7 @@ def _equal_sizes(kernel, sizes):
             and isinstance(node.comparators[0], ast.Name)
             and node.comparators[0].id in sizes
         ):
-            offsets = ast.unparse(substitute.visit(_copy(node.left)))
+            offsets = ast.unparse(_substituted(node.left, assigned, 0))
             groups.setdefault(offsets, set()).add(sizes[node.comparators[0].id])
 
     return tuple(
@@ -212,29 +213,36 @@ def _equal_sizes(kernel, sizes):
     )
 
 
-def _copy(node):
-    return ast.parse(ast.unparse(node), mode="eval").body
+def _substituted(node, assigned, depth):
+    # A new expression: ``node`` with the kernel's index variables replaced by
+    # what they were assigned, itself substituted one level deeper (bounded:
+    # generated index variables are a few levels deep). Names left as they
+    # are are shared, since the result is only unparsed; copying through
+    # ``ast.unparse`` and ``ast.parse`` took most of ``launch_facts``' time.
+    if isinstance(node, ast.Name):
+        value = assigned.get(node.id)
 
-
-class _Substitute(ast.NodeTransformer):
-    """Replaces the kernel's index variables by what they were assigned."""
-
-    def __init__(self, assigned):
-        self.assigned = assigned
-        self.depth = 0
-
-    def visit_Name(self, node):
-        value = self.assigned.get(node.id)
-
-        # Bounded: generated index variables are a few levels deep.
-        if value is None or self.depth > 8:
+        if value is None or depth > 8:
             return node
 
-        self.depth += 1
-        replaced = self.visit(_copy(value))
-        self.depth -= 1
+        return _substituted(value, assigned, depth + 1)
 
-        return replaced
+    fields = {}
+
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            value = [
+                _substituted(item, assigned, depth)
+                if isinstance(item, ast.AST)
+                else item
+                for item in value
+            ]
+        elif isinstance(value, ast.AST):
+            value = _substituted(value, assigned, depth)
+
+        fields[field] = value
+
+    return type(node)(**fields)
 
 
 def requested(variant):

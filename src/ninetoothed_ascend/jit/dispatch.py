@@ -21,6 +21,7 @@ import functools
 
 import torch
 
+from ninetoothed_ascend.ascendify.base import collection_paused, walk
 from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.handle import Handle
 
@@ -93,10 +94,11 @@ def launch_facts(generated):
         :func:`ninetoothed_ascend.jit.arguments.requirements` (or ``None``).
     """
 
-    parameters = launch_parameters(generated.source, generated.launch_name)
-    required = arguments.requirements(
-        generated.source, generated.kernel_name, generated.launch_name
-    )
+    with collection_paused():
+        parameters = launch_parameters(generated.source, generated.launch_name)
+        required = arguments.requirements(
+            generated.source, generated.kernel_name, generated.launch_name
+        )
 
     return {
         "parameters": list(parameters[0]) if parameters is not None else None,
@@ -135,7 +137,7 @@ def launch_parameters(source, launch_name):
     names = [argument.arg for argument in signature.args]
     tensors = {
         node.func.value.id
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("size", "stride")

@@ -37,8 +37,10 @@ from ninetoothed_ascend.ascendify.base import (
     MaskPass,
     Pass,
     RewriteError,
+    Transformer,
     autotune_assignments,
     keyword,
+    walk,
 )
 from ninetoothed_ascend.ascendify.libdevice import ASCEND_LIBDEVICE_MODULES
 from ninetoothed_ascend.jit.libdevice import MapLibdevice
@@ -131,7 +133,7 @@ class _EmulateHf32(Pass):
         # ``UseHf32InDot`` writes hf32 as a literal or as a branch of a
         # conditional on the operands' dtypes: every hf32 literal of the
         # argument is mapped.
-        for constant in ast.walk(value) if value is not None else ():
+        for constant in walk(value) if value is not None else ():
             if isinstance(constant, ast.Constant) and constant.value == "hf32":
                 constant.value = self.PRECISION
                 self.rewrote()
@@ -215,7 +217,7 @@ class RestoreModuleAutotune(Pass):
         return assignment
 
 
-class _NameInsteadOfCall(ast.NodeTransformer):
+class _NameInsteadOfCall(Transformer):
     def __init__(self, names):
         self._names = names
 

@@ -15,6 +15,7 @@ from ninetoothed_ascend.ascendify.base import (
     LoadWrapperPass,
     Pass,
     RewriteError,
+    Transformer,
     autotune_assignments,
     autotune_block_sizes,
     convert_if_dtype,
@@ -377,7 +378,7 @@ def ninetoothed_loop_bound(value):
 """
 
 
-class _RangeBoundWrapper(ast.NodeTransformer):
+class _RangeBoundWrapper(Transformer):
     def __init__(self, owner):
         self._owner = owner
 

@@ -21,7 +21,13 @@ import operator
 
 import numpy as np
 
-from ninetoothed_ascend.ascendify.base import Pass, RewriteError, insert_after_imports
+from ninetoothed_ascend.ascendify.base import (
+    Pass,
+    RewriteError,
+    insert_after_imports,
+    statements,
+    walk,
+)
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 _HELPER_PREFIX = "ninetoothed_emulated_"
@@ -241,7 +247,7 @@ class MapLibdevice(Pass):
         # except raise. Without its imports, nothing of it is left to run.
         imports_ascend = any(
             isinstance(item, ast.ImportFrom) and item.module in self.MODULES
-            for item in ast.walk(node)
+            for item in walk(node)
         )
         self.generic_visit(node)
 
@@ -251,7 +257,9 @@ class MapLibdevice(Pass):
         return node
 
     def finish(self, tree):
-        for try_node in [node for node in ast.walk(tree) if isinstance(node, ast.Try)]:
+        for try_node in [
+            node for node in statements(tree) if isinstance(node, ast.Try)
+        ]:
             _drop_empty_blocks(try_node)
 
         if self.used or self.flipped:
@@ -288,7 +296,7 @@ class MapLibdevice(Pass):
 def _only_raises(node):
     statements = [
         statement
-        for statement in ast.walk(node)
+        for statement in walk(node)
         if isinstance(statement, ast.stmt) and not isinstance(statement, ast.Try)
     ]
 

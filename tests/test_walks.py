@@ -1,0 +1,129 @@
+"""The faster walks of ascendify.base give what the ``ast`` module's give, in the same order."""
+
+import ast
+import gc
+import textwrap
+
+from ninetoothed_ascend.ascendify.base import (
+    Transformer,
+    collection_paused,
+    import_aliases,
+    statements,
+    walk,
+)
+
+MODULE = textwrap.dedent(
+    """
+    import math as m
+    from triton import language as tl
+
+    def kernel(x, y: tl.constexpr, *args, z=1, **kwargs):
+        import numpy as m
+        total = (x + 1) * -y if x < y <= 3 else [i for i in range(4) if i]
+        try:
+            total += m.sqrt(2.0)
+        except ValueError as error:
+            raise RuntimeError(f"{error!r}") from error
+        finally:
+            pass
+        match total:
+            case [first, *_]:
+                return first
+            case _:
+                return lambda a, b=2: a + b + total
+
+    value = kernel(1, 2)[0:3, None]
+    """
+)
+
+STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case, ast.Module)
+
+
+def test_walk_yields_the_nodes_of_ast_walk_in_its_order():
+    tree = ast.parse(MODULE)
+
+    assert [id(node) for node in walk(tree)] == [id(node) for node in ast.walk(tree)]
+
+
+def test_statements_are_the_statement_level_nodes_of_ast_walk_in_its_order():
+    tree = ast.parse(MODULE)
+    expected = [node for node in ast.walk(tree) if isinstance(node, STATEMENT_LIKE)]
+
+    assert [id(node) for node in statements(tree)] == [id(node) for node in expected]
+
+
+def test_the_import_met_last_breadth_first_wins():
+    # ``m`` is bound at module level to math and inside the function to numpy.
+    assert import_aliases(ast.parse(MODULE))["m"] == "numpy"
+
+
+class _Renamer(Transformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if isinstance(node.func, ast.Name):
+            node.func = ast.Name(f"renamed_{node.func.id}", ast.Load())
+
+        return node
+
+    def visit_Pass(self, node):
+        return None
+
+    def visit_Raise(self, node):
+        return [ast.Expr(ast.Constant(1)), node]
+
+
+class _Reference(ast.NodeTransformer):
+    visit_Call = _Renamer.visit_Call
+    visit_Pass = _Renamer.visit_Pass
+    visit_Raise = _Renamer.visit_Raise
+
+
+class _ConstantCounter(Transformer):
+    def __init__(self):
+        self.constants = 0
+
+    def visit_Constant(self, node):
+        self.constants += 1
+
+        return node
+
+
+def test_transformer_rewrites_as_node_transformer_does():
+    ours, reference = ast.parse(MODULE), ast.parse(MODULE)
+
+    _Renamer().visit(ours)
+    _Reference().visit(reference)
+
+    assert ast.dump(ours, include_attributes=True) == ast.dump(
+        reference, include_attributes=True
+    )
+    assert "renamed_kernel" in ast.unparse(ours)
+
+
+def test_transformer_visits_constants_where_it_has_a_visitor_for_them():
+    counter = _ConstantCounter()
+    counter.visit(ast.parse(MODULE))
+
+    assert counter.constants == sum(
+        isinstance(node, ast.Constant) for node in ast.walk(ast.parse(MODULE))
+    )
+
+
+def test_collection_is_paused_inside_the_block_and_restored_after():
+    assert gc.isenabled()
+
+    with collection_paused():
+        assert not gc.isenabled()
+
+    assert gc.isenabled()
+
+    gc.disable()
+
+    try:
+        with collection_paused():
+            assert not gc.isenabled()
+
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
