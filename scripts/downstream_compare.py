@@ -18,7 +18,7 @@ Each way gets an empty cache directory of its own.
 
     python scripts/downstream_compare.py [--ways plain,import,emulated] [PYTEST ARGS]
 
-CI runs ``-m "not full"`` (15 tests); the whole stand-in library (182
+CI runs ``-m "not full"`` (18 tests); the whole stand-in library (206
 tests, every kernel made in the same worker processes) is the default. On a
 GPU, with many xdist workers as the library's own suite ran::
 

@@ -34,5 +34,5 @@ def test_downstream_suite_passes_the_same_with_the_cpu_and_the_emulated_npu_vari
     }
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert results["import"]["passed"] == results["emulated"]["passed"] == 15
+    assert results["import"]["passed"] == results["emulated"]["passed"] == 18
     assert results["import"]["failures"] == results["emulated"]["failures"] == []

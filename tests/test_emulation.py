@@ -16,7 +16,7 @@ from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.jit import emulation, interpreter
-from ninetoothed_ascend.jit.handle import _import_variant
+from ninetoothed_ascend.jit.handle import import_variant
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 #: The portable meaning of each function of triton-ascend 3.2.0's libdevice.
@@ -348,7 +348,7 @@ def test_every_mapped_function_has_a_reference():
 
 
 def _import(source, name):
-    return _import_variant(Variant(source), f"test_{name}")
+    return import_variant(Variant(source), f"test_{name}")
 
 
 @pytest.mark.parametrize("name", MAPPED)

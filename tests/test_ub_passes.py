@@ -611,13 +611,24 @@ def test_npu_grid_is_the_task_count_when_it_is_smaller_than_the_cores():
     assert grid({name: 64}) == (2,)
 
 
-def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(monkeypatch):
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "def launch(p, q, n, C, P):\n    kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+        # A launch under an ``if`` (an empty launch skipped, say) is guarded
+        # where it is.
+        "def launch(p, q, n, C, P):\n    if n > 0:\n"
+        "        kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+    ],
+    ids=["top-level", "nested"],
+)
+def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(
+    monkeypatch, launch
+):
     # 28 bytes per lane, as in the three-pass softmax above.
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
     source, count = rewrite(
-        SplitSubBlocks,
-        SOFTMAX.replace("tl.exp(", "tl.cumsum(")
-        + "\ndef launch(p, q, n, C, P):\n    kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+        SplitSubBlocks, SOFTMAX.replace("tl.exp(", "tl.cumsum(") + "\n" + launch
     )
     launched = []
 

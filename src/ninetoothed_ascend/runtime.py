@@ -3,6 +3,7 @@
 import ast
 import functools
 
+from ninetoothed_ascend.ascendify.base import constexpr_parameters
 from ninetoothed_ascend.ascendify.ub_model import footprint
 
 
@@ -35,7 +36,8 @@ def refuse_overflow(kernel_source, aliases, arguments, budget):
     """
 
     kernel = _kernel(kernel_source)
-    constexprs = _annotated_constexprs(kernel, tuple(sorted(aliases.items())))
+    aliases = tuple(sorted(aliases.items()))
+    constexprs = _constexprs(kernel, aliases)
     known = tuple(
         sorted(
             (name, value)
@@ -44,7 +46,7 @@ def refuse_overflow(kernel_source, aliases, arguments, budget):
             and (name in constexprs or (type(value) is int and value == 1))
         )
     )
-    peak = _peak(kernel_source, tuple(sorted(aliases.items())), known)
+    peak = _peak(kernel_source, aliases, known)
 
     if peak > budget:
         # NineToothed passes a block size as given and rounded up to a power
@@ -72,15 +74,8 @@ def _kernel(source):
 
 
 @functools.cache
-def _annotated_constexprs(kernel, aliases):
-    from ninetoothed_ascend.ascendify.base import resolve
-
-    return frozenset(
-        argument.arg
-        for argument in kernel.args.args
-        if argument.annotation is not None
-        and resolve(argument.annotation, dict(aliases)) == "triton.language.constexpr"
-    )
+def _constexprs(kernel, aliases):
+    return frozenset(constexpr_parameters(kernel, dict(aliases)))
 
 
 @functools.cache

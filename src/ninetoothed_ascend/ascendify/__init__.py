@@ -31,6 +31,7 @@ from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 from ninetoothed_ascend.ascendify.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
+from ninetoothed_ascend.ascendify.read_back import SynchronizeReadBack
 from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
 from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
 
@@ -57,6 +58,7 @@ __all__ = [
     "ScalarizePaddedTileLowerBounds",
     "ScalarizeTileLowerBounds",
     "SplitSubBlocks",
+    "SynchronizeReadBack",
     "UseHf32InDot",
     "run_pipeline",
 ]

@@ -225,12 +225,7 @@ class Pass(Transformer):
     def constexpr_parameters(self, kernel):
         """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``)."""
 
-        return {
-            argument.arg
-            for argument in kernel.args.args
-            if argument.annotation is not None
-            and self.resolve(argument.annotation) == "triton.language.constexpr"
-        }
+        return constexpr_parameters(kernel, self.aliases)
 
 
 class MaskPass(Pass):
@@ -322,6 +317,21 @@ class LoadWrapperPass(Pass):
     def finish(self, tree):
         if self._wrapped:
             insert_after_imports(tree, ast.parse(self.WRAPPER_SOURCE).body)
+
+
+def constexpr_parameters(kernel, aliases):
+    """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``).
+
+    :param kernel: ``ast.FunctionDef``.
+    :param aliases: ``dict`` from :func:`import_aliases`.
+    """
+
+    return {
+        argument.arg
+        for argument in kernel.args.args
+        if argument.annotation is not None
+        and resolve(argument.annotation, aliases) == "triton.language.constexpr"
+    }
 
 
 def resolve(node, aliases):

@@ -196,35 +196,22 @@ class SplitSubBlocks(Pass):
             else f"not even 1 lane fits the {budget}-byte Unified Buffer by the UB model"
         )
 
-        for function in module.body:
-            if not isinstance(function, ast.FunctionDef) or function is kernel:
+        for launched, call in list(kernel_launches(self, module)):
+            if launched is not kernel or len(call.args) <= position:
                 continue
 
-            for statement in list(function.body):
-                call = statement.value if isinstance(statement, ast.Expr) else None
-
-                if not (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Subscript)
-                    and isinstance(call.func.value, ast.Name)
-                    and call.func.value.id == kernel.name
-                    and len(call.args) > position
-                ):
-                    continue
-
-                block = ast.unparse(call.args[position])
-                message = (
-                    f"kernel `{kernel.name}` cannot run a block of {{}} lanes on "
-                    f"Ascend: {limit} (docs/ub.md), and SplitSubBlocks cannot "
-                    "split this kernel."
-                )
-                check = ast.parse(
-                    f"if {block} > {sub}:\n"
-                    f"    raise ValueError({message!r}.format({block}))"
-                ).body[0]
-                index = function.body.index(statement)
-                function.body.insert(index, check)
-                self.rewrote()
+            block = ast.unparse(call.args[position])
+            message = (
+                f"kernel `{kernel.name}` cannot run a block of {{}} lanes on "
+                f"Ascend: {limit} (docs/ub.md), and SplitSubBlocks cannot "
+                "split this kernel."
+            )
+            check = ast.parse(
+                f"if {block} > {sub}:\n"
+                f"    raise ValueError({message!r}.format({block}))"
+            ).body[0]
+            _insert_before(module, call, check)
+            self.rewrote()
 
     def split(self, kernel, budget):
         constexprs = self.constexpr_parameters(kernel)

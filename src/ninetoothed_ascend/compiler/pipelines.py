@@ -26,6 +26,7 @@ from ninetoothed_ascend.ascendify.math_constants import FoldMathConstants
 from ninetoothed_ascend.ascendify.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
+from ninetoothed_ascend.ascendify.read_back import SynchronizeReadBack
 from ninetoothed_ascend.ascendify.sub_blocks import SplitSubBlocks
 from ninetoothed_ascend.ascendify.transposed_tiles import TransposeStridedTiles
 from ninetoothed_ascend.ascendify.ub_configs import FitUnifiedBuffer
@@ -67,6 +68,7 @@ NPU = (
     TransposeStridedTiles,
     FitUnifiedBuffer,
     SplitSubBlocks,
+    SynchronizeReadBack,
     PersistentGrid,
     BroadcastLoadPointer,
     MergeDuplicateConfigs,

@@ -205,7 +205,7 @@ class Handle:
         rewritten = self.emulated_source(device_type)
 
         try:
-            module = _import_variant(
+            module = import_variant(
                 Variant(rewritten.source, rewritten.rewrites),
                 f"npu_emulated_{device_type}",
             )
@@ -259,7 +259,7 @@ class Handle:
         variant = self._variant(name)
 
         try:
-            return _import_variant(variant, name)
+            return import_variant(variant, name)
         except ImportError as error:
             raise VariantUnavailableError(
                 f"the {name} variant of kernel `{self.kernel_name}` cannot be "
@@ -428,7 +428,21 @@ def _materialize_placeholders(args, kwargs):
     )
 
 
-def _import_variant(variant, variant_name):
+def import_variant(variant, variant_name):
+    """Import ``variant``'s source as a module named by its digest (imported once per process).
+
+    Triton reads kernel source through ``inspect``, so the verified text is
+    served through ``linecache`` under the module's file name.
+
+    :param variant: :class:`~ninetoothed_ascend.cache.Variant` with a ``source``.
+    :param variant_name: ``str``, part of the module name (``"npu"``,
+        ``"npu_emulated_cuda"``, ...).
+    :return: the module.
+    :raises Exception: whatever executing the source raises (``ImportError``
+        for a missing module, ``SyntaxError``, ...); nothing is left in
+        ``sys.modules`` then.
+    """
+
     module_name = f"ninetoothed_ascend.variants.{variant_name}_{variant.digest}"
     module = sys.modules.get(module_name)
 

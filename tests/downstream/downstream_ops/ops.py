@@ -88,6 +88,27 @@ def instance_norm(input, weight=None, bias=None, eps=1e-5):
     return output.view_as(input)
 
 
+def instance_norm_saving_statistics(input, weight, bias, eps=1e-5):
+    """Instance norm whose kernel stores the ``(N, C)`` mean and variance, then normalizes with them; returns ``(output, mean, variance)``.
+
+    The statistics tensors come from ``torch.empty``, as a library allocates
+    them: what they hold before the launch is whatever the allocator left.
+    """
+
+    planes = input.reshape(input.shape[0], input.shape[1], -1)
+    kernel = _cached_make(
+        instance_norm_kernels.premake_saving_statistics,
+        planes.shape[-1],
+        _DTYPES[input.dtype],
+    )
+    mean = torch.empty(planes.shape[:2], dtype=input.dtype, device=input.device)
+    variance = torch.empty_like(mean)
+    output = torch.empty_like(planes)
+    kernel(planes, mean, variance, weight, bias, eps, output, planes.shape[-1])
+
+    return output.view_as(input), mean, variance
+
+
 def matmul(input, other, precision=matmul_kernels.TF32):
     """``input @ other`` with ``dot``'s precision chosen in the kernel by ``precision`` (``TF32`` or ``IEEE``)."""
 

@@ -9,7 +9,11 @@ import pytest
 import torch
 from downstream_ops import OPS, REFERENCES, run
 from downstream_ops.matmul import IEEE, TF32
-from downstream_ops.ops import instance_norm, matmul
+from downstream_ops.ops import (
+    instance_norm,
+    instance_norm_saving_statistics,
+    matmul,
+)
 
 FULL = pytest.mark.full
 
@@ -77,6 +81,46 @@ def test_instance_norm(shape, dtype, affine, device):
     torch.testing.assert_close(
         instance_norm(input, weight, bias),
         expected,
+        atol=TOLERANCES[dtype],
+        rtol=TOLERANCES[dtype],
+    )
+
+
+def _saving_statistics_cases():
+    # One plane per call, (1, 1, L), is the shape whose statistics were read
+    # back stale on a GPU; a 4-D input as the library's own (3, 4, 14, 4).
+    for shape in [(1, 1, 382), (1, 1, 1018), (1, 15, 44), (3, 4, 14, 4)]:
+        for dtype in (torch.float32, torch.float16):
+            ci = (shape, dtype) == ((1, 1, 382), torch.float32)
+            yield pytest.param(shape, dtype, marks=() if ci else FULL)
+
+
+@pytest.mark.parametrize(("shape", "dtype"), _saving_statistics_cases())
+@pytest.mark.parametrize("call", range(3))
+def test_instance_norm_saving_statistics(shape, dtype, call, device):
+    generator = torch.Generator().manual_seed(call)
+    input = (torch.randn(shape, generator=generator) * 2 + 0.5).to(device, dtype)
+    weight = torch.rand(shape[1], generator=generator).to(device, dtype)
+    bias = torch.randn(shape[1], generator=generator).to(device, dtype)
+    planes = input.float().reshape(shape[0], shape[1], -1)
+    variance, mean = torch.var_mean(planes, dim=-1, unbiased=False)
+    expected = torch.nn.functional.instance_norm(
+        input.float(), weight=weight.float(), bias=bias.float()
+    ).to(dtype)
+
+    output, saved_mean, saved_variance = instance_norm_saving_statistics(
+        input, weight, bias
+    )
+
+    torch.testing.assert_close(
+        output, expected, atol=TOLERANCES[dtype], rtol=TOLERANCES[dtype]
+    )
+    torch.testing.assert_close(
+        saved_mean, mean.to(dtype), atol=TOLERANCES[dtype], rtol=TOLERANCES[dtype]
+    )
+    torch.testing.assert_close(
+        saved_variance,
+        variance.to(dtype),
         atol=TOLERANCES[dtype],
         rtol=TOLERANCES[dtype],
     )

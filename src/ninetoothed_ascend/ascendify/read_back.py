@@ -1,0 +1,151 @@
+"""Order a program's read-back of what it stored: a barrier between the store and the load."""
+
+import ast
+
+from ninetoothed_ascend.ascendify.base import Pass, keyword, walk
+
+_BARRIER = "triton.language.debug_barrier()"
+
+
+class SynchronizeReadBack(Pass):
+    """Put ``triton.language.debug_barrier()`` after a store to a tensor that the program loads afterwards.
+
+    Rule: a program that stores to a tensor and later loads from it (a
+    NineToothed application that assigns a result to a parameter, such as
+    the mean of an instance norm kept for the backward pass, then reads
+    that parameter) must synchronize between the store and the load; Triton
+    guarantees nothing about reading back through global memory without a
+    barrier, since a load need not run on the threads that stored the same
+    elements (triton-lang/triton#11872, which documents
+    ``tl.debug_barrier()`` for global read-back; triton-lang/triton#9887,
+    stale reads across warps). The same round trip through global memory
+    inside one Ascend vector kernel is a hazard too (hw-native-sys/PTOAS#730:
+    an MTE3→MTE2 pipe flag alone gave intermittent stale reads), and
+    triton-ascend supports ``tl.debug_barrier`` on Atlas A2/A3
+    (docs/zh/triton_api/Compiler_Hint_Ops/debug_barrier.md).
+
+    Measured (docs/verification.md, "Read-back after a store"): a library's
+    instance norm that stores its mean and variance to ``(N, C)`` tensors and
+    reads them back; its NPU variant, emulated on an H100 (Triton 3.6),
+    read the variance as whatever the tensor held before the launch on
+    every call but the first (whose autotuning runs had already stored the
+    right values), errors up to 1,677 against torch (up to 0.005 with the
+    persistent-grid loop taken out), while NineToothed's own kernel read
+    the stored values in every run measured; with a barrier after each
+    such store, exact.
+
+    "Afterwards" is program order: a load later in the same block, in a
+    block that follows, or anywhere in an enclosing loop's body (the next
+    iteration). A store and a load touch the same tensor when their pointer
+    expressions reach a common kernel parameter through ``+`` and
+    single assignments. It runs before :class:`PersistentGrid`: one program
+    of NineToothed's grid is one task, and the tasks a persistent program
+    loops over touch disjoint tiles.
+    """
+
+    def visit_FunctionDef(self, node):
+        if not any(
+            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
+        ):
+            return node
+
+        self._bases = _PointerBases(node)
+        node.body = self._synchronize(node.body, frozenset())
+
+        return node
+
+    def _synchronize(self, body, loaded_later):
+        synchronized = []
+        later = set(loaded_later)
+
+        for statement in reversed(body):
+            if isinstance(statement, (ast.For, ast.While)):
+                in_loop = later | self._loaded(statement)
+                statement.body = self._synchronize(statement.body, in_loop)
+                statement.orelse = self._synchronize(statement.orelse, later)
+            elif isinstance(statement, ast.If):
+                statement.body = self._synchronize(statement.body, later)
+                statement.orelse = self._synchronize(statement.orelse, later)
+            elif self._stores_to(statement) & later:
+                synchronized.append(ast.parse(_BARRIER).body[0])
+                self.rewrote()
+
+            synchronized.append(statement)
+            later |= self._loaded(statement)
+
+        return synchronized[::-1]
+
+    def _stores_to(self, statement):
+        if isinstance(statement, ast.Expr) and self.is_call_to(
+            statement.value, "triton.language.store"
+        ):
+            return self._bases(_pointer(statement.value))
+
+        return set()
+
+    def _loaded(self, statement):
+        return {
+            base
+            for node in walk(statement)
+            if isinstance(node, ast.Call)
+            and self.is_call_to(node, "triton.language.load")
+            for base in self._bases(_pointer(node))
+        }
+
+
+class _PointerBases:
+    """The kernel parameters a pointer expression of ``kernel`` is based on: ``bases(expression)`` → ``set`` of ``str``.
+
+    Follows the summands of ``+`` and names assigned exactly once in the
+    kernel; a summand that is a product or a call contributes nothing (an
+    offset, not a base).
+    """
+
+    def __init__(self, kernel):
+        self._parameters = {argument.arg for argument in kernel.args.args}
+        assigned = {}
+
+        for node in walk(kernel):
+            targets = ()
+
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = (node.target,)
+
+            for target in targets:
+                for name in walk(target):
+                    if isinstance(name, ast.Name):
+                        value = node.value if isinstance(node, ast.Assign) else None
+                        assigned.setdefault(name.id, []).append(value)
+
+        self._values = {
+            name: values[0]
+            for name, values in assigned.items()
+            if len(values) == 1 and values[0] is not None
+        }
+
+    def __call__(self, expression, seen=frozenset()):
+        if expression is None:
+            return set()
+
+        if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Add):
+            return self(expression.left, seen) | self(expression.right, seen)
+
+        if isinstance(expression, ast.Name) and expression.id not in seen:
+            if expression.id in self._values:
+                return self(self._values[expression.id], seen | {expression.id})
+
+            if expression.id in self._parameters:
+                return {expression.id}
+
+        return set()
+
+
+def _pointer(call):
+    if call.args:
+        return call.args[0]
+
+    pointer = keyword(call, "pointer")
+
+    return pointer.value if pointer is not None else None
