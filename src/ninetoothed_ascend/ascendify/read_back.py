@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword, walk
+from ninetoothed_ascend.ascendify.base import Pass, keyword, summands, walk
 
 _BARRIER = "triton.language.debug_barrier()"
 
@@ -59,8 +59,10 @@ class SynchronizeReadBack(Pass):
         later = set(loaded_later)
 
         for statement in reversed(body):
+            loaded = self._loaded(statement)
+
             if isinstance(statement, (ast.For, ast.While)):
-                in_loop = later | self._loaded(statement)
+                in_loop = later | loaded
                 statement.body = self._synchronize(statement.body, in_loop)
                 statement.orelse = self._synchronize(statement.orelse, later)
             elif isinstance(statement, ast.If):
@@ -71,7 +73,7 @@ class SynchronizeReadBack(Pass):
                 self.rewrote()
 
             synchronized.append(statement)
-            later |= self._loaded(statement)
+            later |= loaded
 
         return synchronized[::-1]
 
@@ -126,20 +128,18 @@ class _PointerBases:
         }
 
     def __call__(self, expression, seen=frozenset()):
-        if expression is None:
-            return set()
+        bases = set()
 
-        if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Add):
-            return self(expression.left, seen) | self(expression.right, seen)
+        for term in summands(expression) if expression is not None else ():
+            if not isinstance(term, ast.Name) or term.id in seen:
+                continue
 
-        if isinstance(expression, ast.Name) and expression.id not in seen:
-            if expression.id in self._values:
-                return self(self._values[expression.id], seen | {expression.id})
+            if term.id in self._values:
+                bases |= self(self._values[term.id], seen | {term.id})
+            elif term.id in self._parameters:
+                bases.add(term.id)
 
-            if expression.id in self._parameters:
-                return {expression.id}
-
-        return set()
+        return bases
 
 
 def _pointer(call):
