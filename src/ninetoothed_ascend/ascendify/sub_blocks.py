@@ -10,7 +10,7 @@ from ninetoothed_ascend.ascendify.base import (
     kernel_launches,
     walk,
 )
-from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
+from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
 
 #: Sub-blocks are powers of two no larger than this.
 MAX_SUB_BLOCK = 1 << 16
@@ -311,13 +311,11 @@ def _largest_fitting(kernel, aliases, extent, budget):
     """The largest power of two of lanes that fits; 0 if none does, ``None`` if the model cannot tell."""
 
     size = MAX_SUB_BLOCK
+    model = KernelModel(kernel, aliases)
 
     try:
         while size >= 1:
-            if (
-                footprint(kernel, aliases, {extent: size}, contiguous=True).peak
-                <= budget
-            ):
+            if model.footprint({extent: size}, contiguous=True).peak <= budget:
                 return size
 
             size //= 2

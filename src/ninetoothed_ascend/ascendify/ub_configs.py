@@ -17,7 +17,7 @@ from ninetoothed_ascend.ascendify.base import (
     keyword,
     resolve,
 )
-from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
+from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
 
 #: At most this many configs per kernel: every config is one more NPU
 #: compile at the first launch (../shared/ASCEND.md, "Autotuning on Ascend").
@@ -69,6 +69,7 @@ class FitUnifiedBuffer(Pass):
 
     def visit_Module(self, node):
         budget = self.target.soc.ub_bytes
+        self.models = {}
         kernels = {
             statement.name: statement
             for statement in node.body
@@ -110,6 +111,14 @@ class FitUnifiedBuffer(Pass):
 
         return node
 
+    def footprint(self, kernel, constexprs, contiguous):
+        """The UB model's footprint of ``kernel`` (one :class:`KernelModel` per kernel, kept for the pass)."""
+
+        if kernel not in self.models:
+            self.models[kernel] = KernelModel(kernel, self.aliases)
+
+        return self.models[kernel].footprint(constexprs, contiguous=contiguous)
+
     def launch_sized(self, kernel, config):
         """The constexpr parameters besides ``config``'s that size tiles; ``None`` if a non-constexpr does."""
 
@@ -118,7 +127,7 @@ class FitUnifiedBuffer(Pass):
 
         while True:
             try:
-                footprint(kernel, self.aliases, known, contiguous=True)
+                self.footprint(kernel, known, contiguous=True)
             except UnknownSize as error:
                 if error.args[0] not in constexprs or error.args[0] in known:
                     return None
@@ -132,10 +141,10 @@ class FitUnifiedBuffer(Pass):
         """``(strides, flags)``: the integer parameters that scale the innermost axis of an access (its innermost strides) and the constexpr flags that choose an access's address form (``ContiguousFlatAccess``), each sorted."""
 
         sizes = dict(config) | dict.fromkeys(launch_sized, MIN_LAUNCH_BOUND)
-        flags = footprint(kernel, self.aliases, sizes, contiguous=True).layout_flags
+        flags = self.footprint(kernel, sizes, contiguous=True).layout_flags
         # A contiguous launch takes every fast path (the flags true).
         sizes |= dict.fromkeys(flags, True)
-        strides = footprint(kernel, self.aliases, sizes, contiguous=True).unit_strides
+        strides = self.footprint(kernel, sizes, contiguous=True).unit_strides
 
         return sorted(strides), sorted(flags)
 
@@ -333,8 +342,8 @@ class FitUnifiedBuffer(Pass):
         }
 
         def measure(sizes):
-            return footprint(
-                kernel, self.aliases, sizes | (fixed or {}), contiguous=contiguous
+            return self.footprint(
+                kernel, sizes | (fixed or {}), contiguous=contiguous
             ).peak
 
         smallest = {name: values[name][0] for name in names}
@@ -395,14 +404,35 @@ def {pruner}(configs, named_args, **kwargs):
 
 
 def _fitting(names, values, measure, budget):
+    """``[(bytes, sizes)]`` of the combinations of ``values`` within ``budget``, in ``itertools.product`` order.
+
+    A combination at least as large in every block size as one that
+    overflows is not measured: the UB model's footprint grows with each
+    block size once all are at least 2. With a block size of 1 it does not
+    (the innermost axis of a ``(BLOCK_SIZE_M, 1)`` tile is its strided one,
+    32 bytes per element, where ``(BLOCK_SIZE_M, 2)`` is a DMA), so a
+    combination with a 1 is always measured and never prunes another.
+    """
+
     fitting = []
+    overflowing = []
 
     for combination in itertools.product(*(values[name] for name in names)):
+        ordered = min(combination, default=2) >= 2
+
+        if ordered and any(
+            all(size >= smaller for size, smaller in zip(combination, overflow))
+            for overflow in overflowing
+        ):
+            continue
+
         sizes = dict(zip(names, combination))
         bytes_ = measure(sizes)
 
         if bytes_ <= budget:
             fitting.append((bytes_, sizes))
+        elif ordered:
+            overflowing.append(combination)
 
     return fitting
 

@@ -225,14 +225,138 @@ def footprint(
     :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
     """
 
-    return _Model(aliases, constexprs, elem_sizes or {}, multibuffer, contiguous).run(
-        kernel
+    return KernelModel(kernel, aliases).footprint(
+        constexprs, elem_sizes, multibuffer, contiguous
     )
 
 
-class _Model:
-    def __init__(self, aliases, constexprs, elem_sizes, multibuffer, contiguous):
+class KernelModel:
+    """The UB model of one kernel, for footprints at many constexpr values.
+
+    What does not depend on the values (which names each statement reads and
+    writes, which loads are the same, whether the kernel is a cube kernel)
+    is worked out once, and each footprint is computed once per set of
+    values: choosing a kernel's configs measures hundreds of them
+    (``FitUnifiedBuffer``: 516 on ``flash_attention``). The kernel must not
+    change while the model is in use.
+
+    :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.ascendify.base.import_aliases`.
+    """
+
+    def __init__(self, kernel, aliases):
+        self.kernel = kernel
         self.aliases = aliases
+        # A cube kernel's constants (its accumulator's zeros) live in L0C, not the UB.
+        self.hoists = not uses_dot(kernel, aliases)
+        self.parameters = frozenset(argument.arg for argument in kernel.args.args)
+        self._dumps = {}
+        self._names = {}
+        self._calls = {}
+        self._targets = {}
+        self._divisions = {}
+        self._layout_flags = {}
+        self._last_uses = {}
+        self._footprints = {}
+
+    def footprint(
+        self, constexprs, elem_sizes=None, multibuffer=True, contiguous=False
+    ):
+        """:func:`footprint` of this kernel; the same arguments but the kernel and aliases."""
+
+        elem_sizes = elem_sizes or {}
+        key = (
+            frozenset(constexprs.items()),
+            frozenset(elem_sizes.items()),
+            multibuffer,
+            contiguous,
+        )
+
+        if key not in self._footprints:
+            self._footprints[key] = _Model(
+                self, constexprs, elem_sizes, multibuffer, contiguous
+            ).run(self.kernel)
+
+        return self._footprints[key]
+
+    def dump(self, node):
+        """``ast.dump(node)``, computed once per node: equal for the same expression written twice."""
+
+        if node not in self._dumps:
+            self._dumps[node] = ast.dump(node)
+
+        return self._dumps[node]
+
+    def names(self, node):
+        """The names ``node`` reads, in the order of ``ast.walk``, computed once per node."""
+
+        if node not in self._names:
+            self._names[node] = tuple(
+                child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+            )
+
+        return self._names[node]
+
+    def calls(self, node):
+        """Whether ``node`` contains a call, computed once per node."""
+
+        if node not in self._calls:
+            self._calls[node] = any(
+                isinstance(child, ast.Call) for child in ast.walk(node)
+            )
+
+        return self._calls[node]
+
+    def targets(self, statement):
+        """:func:`_targets` of ``statement``, computed once per statement."""
+
+        if statement not in self._targets:
+            self._targets[statement] = _targets(statement)
+
+        return self._targets[statement]
+
+    def divisions(self, node):
+        """The ``//`` and ``%`` operations in ``node``, computed once per node."""
+
+        if node not in self._divisions:
+            self._divisions[node] = tuple(
+                child
+                for child in ast.walk(node)
+                if isinstance(child, ast.BinOp)
+                and isinstance(child.op, (ast.FloorDiv, ast.Mod))
+            )
+
+        return self._divisions[node]
+
+    def layout_flags(self, pointer):
+        """The kernel parameters that choose between two address forms in ``pointer`` (``a if FLAG else b``), computed once per node."""
+
+        if pointer not in self._layout_flags:
+            self._layout_flags[pointer] = frozenset(
+                node.test.id
+                for node in ast.walk(pointer)
+                if isinstance(node, ast.IfExp)
+                and isinstance(node.test, ast.Name)
+                and node.test.id in self.parameters
+            )
+
+        return self._layout_flags[pointer]
+
+    def last_uses(self, statements):
+        """:func:`_last_uses` of ``statements``, computed once per sequence."""
+
+        key = tuple(statement for statement, _ in statements)
+
+        if key not in self._last_uses:
+            self._last_uses[key] = _last_uses(statements)
+
+        return self._last_uses[key]
+
+
+class _Model:
+    def __init__(self, analysis, constexprs, elem_sizes, multibuffer, contiguous):
+        self.analysis = analysis
+        self.aliases = analysis.aliases
         self.constexprs = constexprs
         self.elem_sizes = elem_sizes
         self.copies = 2 if multibuffer else 1
@@ -248,18 +372,18 @@ class _Model:
             argument.arg: argument.arg for argument in kernel.args.args
         }
         self.tiles = {}
+        self.shapes = {}
         self.values = {}
         self.unit_strides = set()
         self.layout_flags = set()
         self.hoisted = {}
-        # A cube kernel's constants (its accumulator's zeros) live in L0C, not the UB.
-        self.hoists = not uses_dot(kernel, self.aliases)
-        self.parameters = {argument.arg for argument in kernel.args.args}
+        self.hoists = self.analysis.hoists
+        self.parameters = self.analysis.parameters
         self.loads = 0
         self.statement_loads = set()
         self.statement_loads_tiles = {}
         statements = list(_flatten(kernel.body, None, self.static_test))
-        last_use = _last_uses(statements)
+        last_use = self.analysis.last_uses(statements)
         defined_at = {}
         loop_body = {
             id(statement): position + 1
@@ -287,7 +411,7 @@ class _Model:
             for before in range(loop_body[id(loop)] if early else position, position):
                 totals[before] += early
 
-            for name in _targets(statement):
+            for name in self.analysis.targets(statement):
                 defined_at.setdefault(name, position)
 
         peak, peak_position = max(
@@ -339,6 +463,7 @@ class _Model:
         if isinstance(statement, ast.For):
             if isinstance(statement.target, ast.Name):
                 self.tiles.pop(statement.target.id, None)
+                self.shapes.clear()
 
             return self.expression(statement.iter)[1]
 
@@ -361,21 +486,36 @@ class _Model:
         else:
             self.tiles[target.id] = tile
 
+        self.shapes.clear()
+
         root = self.pointer_root(value)
 
         if root is not None:
             self.pointer_roots[target.id] = root
 
     def pointer_root(self, node):
-        for child in ast.walk(node):
-            if isinstance(child, ast.Name) and child.id in self.pointer_roots:
-                return self.pointer_roots[child.id]
+        for name in self.analysis.names(node):
+            if name in self.pointer_roots:
+                return self.pointer_roots[name]
 
         return None
+
+    def scalar(self, node):
+        """Whether ``node`` is scalar arithmetic (a program's indices and sizes): no call, no tile; whichever branch a constexpr takes."""
+
+        return not self.analysis.calls(node) and self.tiles.keys().isdisjoint(
+            self.analysis.names(node)
+        )
 
     # An expression's (tile or None, bytes used while computing it, bytes of
     # its result that are newly allocated).
     def expression(self, node):
+        if node is None:
+            return None, 0, 0
+
+        if self.scalar(node):
+            return None, 0, 0
+
         node = self.taken(node)
 
         if isinstance(node, ast.Name):
@@ -465,8 +605,10 @@ class _Model:
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
 
         if function == "load":
-            if ast.dump(node) in self.statement_loads:
-                return self.statement_loads_tiles[ast.dump(node)], 0, 0
+            dump = self.analysis.dump(node)
+
+            if dump in self.statement_loads:
+                return self.statement_loads_tiles[dump], 0, 0
 
             pointer = arguments.get(0, arguments.get("pointer"))
             mask = arguments.get(1, arguments.get("mask"))
@@ -490,8 +632,8 @@ class _Model:
                 tile = _Tile(shape.shape, elem, self.copies)
 
             self.loads += math.prod(shape.shape) * (tile.stored or tile.elem)
-            self.statement_loads.add(ast.dump(node))
-            self.statement_loads_tiles[ast.dump(node)] = tile
+            self.statement_loads.add(dump)
+            self.statement_loads_tiles[dump] = tile
 
             return tile, tile.bytes, tile.bytes
 
@@ -518,7 +660,7 @@ class _Model:
             if not self.hoists:
                 return tile, tile.bytes, tile.bytes
 
-            self.hoisted[ast.dump(node)] = tile.bytes
+            self.hoisted[self.analysis.dump(node)] = tile.bytes
 
             return tile, 0, 0
 
@@ -531,7 +673,7 @@ class _Model:
                 return tile, tile.bytes, tile.bytes
 
             # A constant: hoisted out of the task loop, one buffer for the whole kernel.
-            self.hoisted[ast.dump(node)] = tile.bytes
+            self.hoisted[self.analysis.dump(node)] = tile.bytes
 
             return tile, 0, 0
 
@@ -625,22 +767,14 @@ class _Model:
         return total
 
     def note_layout_flags(self, pointer):
-        self.layout_flags.update(
-            node.test.id
-            for node in ast.walk(pointer)
-            if isinstance(node, ast.IfExp)
-            and isinstance(node.test, ast.Name)
-            and node.test.id in self.parameters
-        )
+        self.layout_flags.update(self.analysis.layout_flags(pointer))
 
     def gather_indices(self, pointer, shape):
         """Count the index vectors of a gather: an address with a vector ``//`` or ``%`` (:data:`GATHER_INDEX_BYTES`)."""
 
         if any(
-            isinstance(node, ast.BinOp)
-            and isinstance(node.op, (ast.FloorDiv, ast.Mod))
-            and self.shape_of(node) is not None
-            for node in ast.walk(self.taken(pointer))
+            self.shape_of(node) is not None
+            for node in self.analysis.divisions(self.taken(pointer))
         ):
             self.statement_indices += math.prod(shape) * GATHER_INDEX_BYTES
 
@@ -730,12 +864,25 @@ class _Model:
         return isinstance(node, ast.Name) and node.id in self.aliases
 
     def shape_of(self, node):
-        """The broadcast shape of the ``arange`` terms of ``node`` (a tile of element size 0)."""
+        """The broadcast shape of the ``arange`` terms of ``node`` (a tile of element size 0).
+
+        Kept per node until a name is bound again (:attr:`shapes`): the
+        address analyses ask for the shape of every subexpression of a
+        pointer, from each of its ancestors.
+        """
+
+        if node in self.shapes:
+            return self.shapes[node]
+
+        shape = self.shapes[node] = self._shape_of(node)
+
+        return shape
+
+    def _shape_of(self, node):
+        if node is None or self.scalar(node):
+            return None
 
         node = self.taken(node)
-
-        if node is None:
-            return None
 
         if isinstance(node, ast.Call) and self.name(node.func) in (
             "triton.language.arange",
@@ -877,12 +1024,17 @@ def _last_uses(statements):
     position_of = {
         id(statement): index for index, (statement, _) in enumerate(statements)
     }
+    enclosing_loop = {}
+
+    for statement, loop in statements:
+        enclosing_loop.setdefault(id(statement), loop)
+
     loop_end = {}
 
     for index, (_, loop) in enumerate(statements):
         while loop is not None:
             loop_end[id(loop)] = index
-            loop = next((outer for inner, outer in statements if inner is loop), None)
+            loop = enclosing_loop.get(id(loop))
 
     defined = {}
     last = {}
@@ -897,10 +1049,7 @@ def _last_uses(statements):
                 and defined.get(name, -1) < position_of[id(enclosing)]
             ):
                 use = max(use, loop_end.get(id(enclosing), index))
-                enclosing = next(
-                    (outer for inner, outer in statements if inner is enclosing),
-                    None,
-                )
+                enclosing = enclosing_loop.get(id(enclosing))
 
             last[name] = max(last.get(name, -1), use)
 
