@@ -10,7 +10,7 @@ from ninetoothed import Tensor
 
 import ninetoothed_ascend
 from ninetoothed_ascend.ascendify import DeferAutotune, FilterAutotuneKey
-from ninetoothed_ascend.ascendify.base import autotune_assignments, keyword
+from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 from ninetoothed_ascend.compiler.target import AUTOTUNE_KEYS_UP_TO_3_2 as MAX_KEYS
 from ninetoothed_ascend.compiler.target import Target
@@ -32,9 +32,9 @@ def launch(x, y):
 
 
 def _key(source):
-    (statement,) = autotune_assignments(ast.parse(source))
+    (autotuner,) = GeneratedModule(ast.parse(source)).autotuners()
 
-    return ast.literal_eval(keyword(statement.value.func, "key").value)
+    return ast.literal_eval(autotuner.keyword("key").value)
 
 
 def test_filter_autotune_key_keeps_sizes_grid_first_then_tiles():

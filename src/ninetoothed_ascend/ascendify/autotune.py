@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, Transformer, autotune_assignments
+from ninetoothed_ascend.ascendify.base import Pass, Transformer
 
 
 class DeferAutotune(Pass):
@@ -28,8 +28,8 @@ class DeferAutotune(Pass):
     def visit_Module(self, node):
         deferred = set()
 
-        for statement in autotune_assignments(node):
-            target = statement.targets[0].id
+        for autotuner in self.module.autotuners():
+            statement, target = autotuner.statement, autotuner.name
             node.body[node.body.index(statement)] = ast.copy_location(
                 _cached_factory(target, statement.value), statement
             )

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword, walk
+from ninetoothed_ascend.ascendify.base import Pass, walk
+from ninetoothed_ascend.compiler.generated import launch_arguments
 
 
 class FilterAutotuneKey(Pass):
@@ -33,31 +34,20 @@ class FilterAutotuneKey(Pass):
     """
 
     def visit_Module(self, node):
-        functions = {
-            statement.name: statement
-            for statement in node.body
-            if isinstance(statement, ast.FunctionDef)
-        }
+        for autotuner in self.module.autotuners():
+            key = autotuner.keyword("key")
+            kernel = autotuner.kernel
 
-        for statement in autotune_assignments(node):
-            key = keyword(statement.value.func, "key")
-            kernel = statement.value.args[0] if statement.value.args else None
-
-            if (
-                key is None
-                or not isinstance(key.value, ast.List)
-                or not isinstance(kernel, ast.Name)
-                or kernel.id not in functions
-            ):
+            if key is None or not isinstance(key.value, ast.List) or kernel is None:
                 continue
 
-            launch = launch_call(node, statement.targets[0].id)
+            launch = self.module.launch(autotuner.name)
 
             if launch is None:
                 continue
 
             grid, call = launch
-            arguments = launch_arguments(functions[kernel.id], call)
+            arguments = launch_arguments(kernel, call)
             old = [
                 element.value
                 for element in key.value.elts
@@ -65,9 +55,7 @@ class FilterAutotuneKey(Pass):
             ]
             sizes = [name for name in old if _method(arguments.get(name)) == "size"]
             grid_text = ast.dump(grid)
-            divided = _divided_names(
-                functions[kernel.id], self.constexpr_parameters(functions[kernel.id])
-            )
+            divided = _divided_names(kernel, self.constexpr_parameters(kernel))
             in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
             tiled = [name for name in sizes if name in divided and name not in in_grid]
             rest = [name for name in sizes if name not in in_grid + tiled]
@@ -78,33 +66,6 @@ class FilterAutotuneKey(Pass):
                 self.rewrote()
 
         return node
-
-
-def launch_call(module, name):
-    """Return ``(grid, call)`` for the first ``name[grid](...)`` in ``module``, or ``None``."""
-
-    for node in walk(module):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Subscript)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == name
-        ):
-            return node.func.slice, node
-
-    return None
-
-
-def launch_arguments(kernel, call):
-    """Map the kernel's parameter names to the launch's argument expressions."""
-
-    parameters = [argument.arg for argument in kernel.args.args]
-    arguments = dict(zip(parameters, call.args))
-    arguments.update(
-        (item.arg, item.value) for item in call.keywords if item.arg is not None
-    )
-
-    return arguments
 
 
 def _method(node):

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import gc
 
+from ninetoothed_ascend.compiler import generated
 from ninetoothed_ascend.compiler.target import Target
 
 
@@ -165,6 +166,10 @@ class Pass(Transformer):
     :param target: :class:`~ninetoothed_ascend.compiler.target.Target`, what
         the variant is generated for: the only source of facts about the SoC
         and the toolchain a pass may use (:attr:`target`).
+
+    While it runs, :attr:`module` is the
+    :class:`~ninetoothed_ascend.compiler.generated.GeneratedModule` of the
+    tree: its kernels, autotuners and launches.
     """
 
     #: ``str`` for a pass whose rewrite makes the kernel less precise than
@@ -189,6 +194,7 @@ class Pass(Transformer):
 
         self.rewrites = 0
         self.aliases = import_aliases(tree)
+        self.module = generated.GeneratedModule(tree, self.aliases)
         self.visit(tree)
         self.finish(tree)
         _fix_statement_locations(tree)
@@ -208,19 +214,6 @@ class Pass(Transformer):
 
     def is_call_to(self, node, *names):
         return isinstance(node, ast.Call) and self.resolve(node.func) in names
-
-    def kernels(self, tree):
-        """The module-level ``triton.jit`` functions of ``tree``: ``dict`` name -> ``ast.FunctionDef``."""
-
-        return {
-            statement.name: statement
-            for statement in tree.body
-            if isinstance(statement, ast.FunctionDef)
-            and any(
-                self.resolve(decorator) == "triton.jit"
-                for decorator in statement.decorator_list
-            )
-        }
 
     def constexpr_parameters(self, kernel):
         """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``)."""
@@ -349,50 +342,6 @@ def resolve(node, aliases):
     return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
-def autotune_assignments(tree):
-    """Return the module-level ``name = triton.autotune(...)(kernel)`` statements of ``tree``."""
-
-    aliases = import_aliases(tree)
-
-    return [
-        statement
-        for statement in tree.body
-        if isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-        and isinstance(statement.value, ast.Call)
-        and isinstance(statement.value.func, ast.Call)
-        and resolve(statement.value.func.func, aliases) == "triton.autotune"
-    ]
-
-
-def kernel_launches(owner, tree):
-    """Yield ``(kernel, launch call)``: each call in ``tree`` that launches a ``triton.jit`` kernel of it, directly or through its autotuner.
-
-    :param owner: the :class:`Pass` whose imports resolve ``triton.jit``.
-    :param tree: ``ast.Module``, a generated module.
-    :return: iterator of ``(ast.FunctionDef, ast.Call)``; the call is
-        ``kernel[grid](...)`` (or ``autotuned[grid](...)``).
-    """
-
-    kernels = owner.kernels(tree)
-    launched = {
-        statement.targets[0].id: statement.value.args[0].id
-        for statement in autotune_assignments(tree)
-        if statement.value.args and isinstance(statement.value.args[0], ast.Name)
-    }
-    launched.update({name: name for name in kernels})
-
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Subscript)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in launched
-        ):
-            yield kernels[launched[node.func.value.id]], node
-
-
 def operands(node, operator):
     """The operands of a chain of binary ``operator`` (an ``ast.operator`` class), left to right."""
 
@@ -444,14 +393,6 @@ def arange_positions(owner, node):
     )
 
     return positions
-
-
-def autotune_block_sizes(statement):
-    """Return the block sizes of each config of an autotune assignment: a ``list`` of ``dict``."""
-
-    configs = keyword(statement.value.func, "configs").value.elts
-
-    return [ast.literal_eval(config.args[0]) for config in configs]
 
 
 def import_aliases(tree):

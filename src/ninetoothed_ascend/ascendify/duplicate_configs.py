@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, autotune_assignments, keyword
+from ninetoothed_ascend.ascendify.base import Pass
 
 #: ``triton.Config`` keywords that mean nothing to triton-ascend.
 IGNORED_ON_ASCEND = ("num_warps", "num_stages")
@@ -24,8 +24,8 @@ class MergeDuplicateConfigs(Pass):
     """
 
     def visit_Module(self, node):
-        for statement in autotune_assignments(node):
-            configs = keyword(statement.value.func, "configs")
+        for autotuner in self.module.autotuners():
+            configs = autotuner.keyword("configs")
 
             if configs is None or not isinstance(configs.value, ast.List):
                 continue

@@ -10,11 +10,11 @@ from ninetoothed_ascend.ascendify.base import (
     arange_positions,
     import_aliases,
     insert_after_imports,
-    kernel_launches,
     keyword,
     operands,
     summands,
 )
+from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: The launch-side test, added to the module when an access was given a fast path.
 COLLAPSES = "ninetoothed_ascend_collapses"
@@ -98,14 +98,13 @@ class ContiguousFlatAccess(Pass):
         return super().run(tree)
 
     def visit_Module(self, node):
-        for kernel, launch_call in kernel_launches(self, node):
+        for kernel, launch_call in self.module.launches():
             self._rewrite_kernel(kernel, launch_call)
 
         return node
 
     def _rewrite_kernel(self, kernel, launch_call):
-        parameters = [argument.arg for argument in kernel.args.args]
-        arguments = dict(zip(parameters, launch_call.args))
+        arguments = launch_arguments(kernel, launch_call)
         zeros = _zero_names(kernel)
 
         for call in ast.walk(kernel):

@@ -7,7 +7,6 @@ from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
     Transformer,
-    autotune_assignments,
     insert_after_imports,
     walk,
 )
@@ -63,27 +62,13 @@ class PersistentGrid(Pass):
     """
 
     def visit_Module(self, node):
-        kernels = self.kernels(node)
-        launched = {name: name for name in kernels}
-
-        for statement in autotune_assignments(node):
-            target = statement.targets[0].id
-            launched[target] = getattr(statement.value.args[0], "id", None)
-
         self.spec = self.target.soc
         done = set()
         guards = {}
 
-        for call in [child for child in walk(node) if isinstance(child, ast.Call)]:
-            if not (
-                isinstance(call.func, ast.Subscript)
-                and isinstance(call.func.value, ast.Name)
-                and launched.get(call.func.value.id) in kernels
-                and isinstance(call.func.slice, ast.Lambda)
-            ):
+        for kernel, call in list(self.module.launches()):
+            if not isinstance(call.func.slice, ast.Lambda):
                 continue
-
-            kernel = kernels[launched[call.func.value.id]]
 
             if kernel.name in done:
                 raise RewriteError(

@@ -5,9 +5,7 @@ import copy
 
 from ninetoothed_ascend.ascendify.base import (
     Pass,
-    autotune_assignments,
     insert_after_imports,
-    kernel_launches,
     walk,
 )
 from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
@@ -99,21 +97,11 @@ class SplitSubBlocks(Pass):
 
     def visit_Module(self, node):
         budget = self.target.soc.ub_bytes
-        autotuned = {
-            getattr(statement.value.args[0], "id", None)
-            for statement in autotune_assignments(node)
-        }
+        autotuned = {autotuner.kernel for autotuner in self.module.autotuners()}
 
-        for statement in node.body:
-            if (
-                isinstance(statement, ast.FunctionDef)
-                and statement.name not in autotuned
-                and any(
-                    self.resolve(decorator) == "triton.jit"
-                    for decorator in statement.decorator_list
-                )
-            ):
-                self.split(statement, budget)
+        for kernel in self.module.kernels().values():
+            if kernel not in autotuned:
+                self.split(kernel, budget)
 
         for kernel, extent, sub in self.guards:
             self.guard(node, kernel, extent, sub, budget)
@@ -141,9 +129,7 @@ class SplitSubBlocks(Pass):
 
         source = f"ninetoothed_ascend_source_{kernel.name}"
         launches = [
-            call
-            for launched, call in kernel_launches(self, module)
-            if launched is kernel
+            call for launched, call in self.module.launches() if launched is kernel
         ]
 
         if not launches:
@@ -196,7 +182,7 @@ class SplitSubBlocks(Pass):
             else f"not even 1 lane fits the {budget}-byte Unified Buffer by the UB model"
         )
 
-        for launched, call in list(kernel_launches(self, module)):
+        for launched, call in list(self.module.launches()):
             if launched is not kernel or len(call.args) <= position:
                 continue
 

@@ -6,11 +6,11 @@ import copy
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     arange_positions,
-    kernel_launches,
     keyword,
     summands,
 )
 from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
+from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: Prefix of the constexpr parameter that selects the transposed load.
 FLAG_PREFIX = "ninetoothed_ascend_transposed_"
@@ -58,14 +58,13 @@ class TransposeStridedTiles(Pass):
         return super().run(tree)
 
     def visit_Module(self, node):
-        for kernel, launch_call in kernel_launches(self, node):
+        for kernel, launch_call in self.module.launches():
             flags = {
                 item.arg: item.value
                 for item in launch_call.keywords
                 if _is_collapse_test(item.value)
             }
-            parameters = [argument.arg for argument in kernel.args.args]
-            arguments = dict(zip(parameters, launch_call.args))
+            arguments = launch_arguments(kernel, launch_call)
             tiles = _tile_names(self, kernel)
             rewriter = _Rewriter(self, kernel, launch_call, flags, arguments, tiles)
             rewriter.visit(kernel)

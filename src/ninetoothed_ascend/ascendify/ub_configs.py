@@ -4,20 +4,18 @@ import ast
 import copy
 import itertools
 
-from ninetoothed_ascend.ascendify.autotune_key import (
-    launch_arguments,
-    launch_call,
-)
 from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
-    autotune_assignments,
-    autotune_block_sizes,
     insert_after_imports,
     keyword,
-    resolve,
 )
 from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
+from ninetoothed_ascend.compiler.generated import (
+    GeneratedModule,
+    block_sizes,
+    launch_arguments,
+)
 
 #: At most this many configs per kernel: every config is one more NPU
 #: compile at the first launch (../shared/ASCEND.md, "Autotuning on Ascend").
@@ -70,20 +68,15 @@ class FitUnifiedBuffer(Pass):
     def visit_Module(self, node):
         budget = self.target.soc.ub_bytes
         self.models = {}
-        kernels = {
-            statement.name: statement
-            for statement in node.body
-            if isinstance(statement, ast.FunctionDef)
-        }
 
-        for statement in autotune_assignments(node):
-            kernel = kernels.get(getattr(statement.value.args[0], "id", None))
+        for autotuner in self.module.autotuners():
+            kernel, statement = autotuner.kernel, autotuner.statement
 
             if kernel is None:
                 continue
 
-            configs = keyword(statement.value.func, "configs").value
-            gpu_configs = autotune_block_sizes(statement)
+            configs = autotuner.keyword("configs").value
+            gpu_configs = autotuner.block_sizes()
             launch_sized = self.launch_sized(kernel, gpu_configs[0])
 
             if launch_sized is None:
@@ -273,7 +266,7 @@ class FitUnifiedBuffer(Pass):
 
         strides, flags = layout
 
-        found = launch_call(module, name)
+        found = self.module.launch(name)
 
         if found is None:
             return
@@ -457,33 +450,11 @@ def kernel_configs(tree):
     :return: ``list`` of ``(ast.FunctionDef, list of dict)``.
     """
 
-    from ninetoothed_ascend.ascendify.base import import_aliases
-
-    aliases = import_aliases(tree)
-    kernels = {
-        statement.name: statement
-        for statement in tree.body
-        if isinstance(statement, ast.FunctionDef)
-    }
-    found = []
-
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Call)
-            and resolve(node.func.func, aliases) == "triton.autotune"
-            and node.args
-            and getattr(node.args[0], "id", None) in kernels
-        ):
-            configs = keyword(node.func, "configs").value.elts
-            found.append(
-                (
-                    kernels[node.args[0].id],
-                    [ast.literal_eval(config.args[0]) for config in configs],
-                )
-            )
-
-    return found
+    return [
+        (kernel, block_sizes(call))
+        for kernel, call in GeneratedModule(tree).autotune_calls()
+        if kernel is not None
+    ]
 
 
 def launch_configs(tree, named_args):
@@ -498,25 +469,12 @@ def launch_configs(tree, named_args):
     :return: ``list`` of ``dict`` of block sizes (``[]`` without an autotuner).
     """
 
-    from ninetoothed_ascend.ascendify.base import import_aliases
-
-    aliases = import_aliases(tree)
-    pruners = {}
-
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Call)
-            and resolve(node.func.func, aliases) == "triton.autotune"
-            and keyword(node.func, "prune_configs_by") is not None
-        ):
-            (pruner,) = keyword(node.func, "prune_configs_by").value.values
-            pruners[node.args[0].id] = pruner.id
-
-    functions = {
-        statement.name: statement
-        for statement in tree.body
-        if isinstance(statement, ast.FunctionDef)
+    module = GeneratedModule(tree)
+    functions = module.functions()
+    pruners = {
+        kernel.name: keyword(call, "prune_configs_by").value.values[0].id
+        for kernel, call in module.autotune_calls()
+        if kernel is not None and keyword(call, "prune_configs_by") is not None
     }
     chosen = []
 

@@ -38,11 +38,11 @@ from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
     Transformer,
-    autotune_assignments,
     keyword,
     walk,
 )
 from ninetoothed_ascend.ascendify.libdevice import ASCEND_LIBDEVICE_MODULES
+from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.jit.libdevice import MapLibdevice
 
 #: Set to ``1`` to make CUDA and CPU tensors run the emulated NPU variant
@@ -211,7 +211,7 @@ class RestoreModuleAutotune(Pass):
             value=statement.body[0].value,
         )
 
-        if not autotune_assignments(ast.Module(body=[assignment], type_ignores=[])):
+        if not GeneratedModule(ast.Module([assignment], []), self.aliases).autotuners():
             return None
 
         return assignment

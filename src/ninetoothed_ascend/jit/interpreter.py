@@ -16,8 +16,6 @@ from ninetoothed_ascend.ascendify.base import (
     Pass,
     RewriteError,
     Transformer,
-    autotune_assignments,
-    autotune_block_sizes,
     convert_if_dtype,
     insert_after_imports,
     keyword,
@@ -410,12 +408,12 @@ class FixAutotuneConfig(Pass):
     def visit_Module(self, node):
         self._chosen = {}
 
-        for statement in autotune_assignments(node):
-            self._chosen[statement.targets[0].id] = max(
-                autotune_block_sizes(statement),
+        for autotuner in self.module.autotuners():
+            self._chosen[autotuner.name] = max(
+                autotuner.block_sizes(),
                 key=lambda sizes: math.prod(sizes.values()),
             )
-            statement.value = statement.value.args[0]
+            autotuner.statement.value = autotuner.statement.value.args[0]
             self.rewrote()
 
         self.generic_visit(node)

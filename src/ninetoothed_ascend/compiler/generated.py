@@ -1,0 +1,191 @@
+"""NineToothed's generated module as the passes see it: its kernels, autotuners and launches, each found one way.
+
+A module NineToothed generates has module-level ``triton.jit`` kernels, for
+an autotuned kernel one ``name = triton.autotune(configs=[...],
+key=[...])(kernel)`` statement, and a launch function whose body launches
+each kernel as ``kernel[grid](arguments)`` (or ``name[grid](...)``). Every
+pass asks for these through :class:`GeneratedModule`, so there is one
+definition of each; the passes rewrite the tree in place, so a
+:class:`GeneratedModule` answers from the tree as it is when asked.
+"""
+
+import ast
+import dataclasses
+
+# Deferred attribute access: ``ascendify.base`` builds passes on this module.
+from ninetoothed_ascend.ascendify import base
+
+
+@dataclasses.dataclass(frozen=True)
+class Autotuner:
+    """One module-level ``name = triton.autotune(...)(kernel)`` statement.
+
+    :param statement: ``ast.Assign``, the statement itself.
+    :param name: ``str``, the name it binds (what the launch indexes with the grid).
+    :param kernel: ``ast.FunctionDef`` of the module the autotuner wraps, or
+        ``None`` where its argument is not one.
+    """
+
+    statement: ast.Assign
+    name: str
+    kernel: ast.FunctionDef
+
+    @property
+    def call(self):
+        """The ``triton.autotune(...)`` call (``ast.Call``)."""
+
+        return self.statement.value.func
+
+    def keyword(self, name):
+        """The ``ast.keyword`` ``name`` of the ``triton.autotune`` call (``configs``, ``key``, ...), or ``None``."""
+
+        return base.keyword(self.call, name)
+
+    def block_sizes(self):
+        """:func:`block_sizes` of its call."""
+
+        return block_sizes(self.call)
+
+
+class GeneratedModule:
+    """The kernels, autotuners and launches of a generated module (``ast.Module``).
+
+    :param tree: ``ast.Module``, NineToothed's generated source or a
+        variant's, parsed.
+    :param aliases: ``dict`` from
+        :func:`~ninetoothed_ascend.ascendify.base.import_aliases` of ``tree``,
+        if the caller has it.
+    """
+
+    def __init__(self, tree, aliases=None):
+        self.tree = tree
+        self.aliases = base.import_aliases(tree) if aliases is None else aliases
+
+    def functions(self):
+        """The module-level functions: ``dict`` name -> ``ast.FunctionDef``."""
+
+        return {
+            statement.name: statement
+            for statement in self.tree.body
+            if isinstance(statement, ast.FunctionDef)
+        }
+
+    def kernels(self):
+        """The module-level ``triton.jit`` functions: ``dict`` name -> ``ast.FunctionDef``."""
+
+        return {
+            name: function
+            for name, function in self.functions().items()
+            if any(
+                base.resolve(decorator, self.aliases) == "triton.jit"
+                for decorator in function.decorator_list
+            )
+        }
+
+    def autotuners(self):
+        """The module-level autotuner statements, in order: ``list`` of :class:`Autotuner`."""
+
+        functions = self.functions()
+
+        return [
+            Autotuner(
+                statement,
+                statement.targets[0].id,
+                functions.get(getattr(_first_argument(statement.value), "id", None)),
+            )
+            for statement in self.tree.body
+            if isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Call)
+            and base.resolve(statement.value.func.func, self.aliases)
+            == "triton.autotune"
+        ]
+
+    def autotune_calls(self):
+        """Every ``triton.autotune(...)(kernel)`` of the module, wherever it is: at module level or in the factory ``DeferAutotune`` makes.
+
+        :return: ``list`` of ``(kernel, call)``: the ``ast.FunctionDef`` of
+            the module it wraps (``None`` where it wraps none) and the
+            ``triton.autotune(...)`` call, in :func:`ast.walk`'s order.
+        """
+
+        functions = self.functions()
+
+        return [
+            (functions.get(getattr(_first_argument(node), "id", None)), node.func)
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Call)
+            and base.resolve(node.func.func, self.aliases) == "triton.autotune"
+        ]
+
+    def launches(self):
+        """Yield ``(kernel, call)`` for each call that launches a kernel of the module, directly or through its autotuner.
+
+        :return: iterator of ``(ast.FunctionDef, ast.Call)``; the call is
+            ``kernel[grid](...)`` or ``autotuned[grid](...)``.
+        """
+
+        kernels = self.kernels()
+        launched = {
+            autotuner.name: autotuner.statement.value.args[0].id
+            for autotuner in self.autotuners()
+            if isinstance(_first_argument(autotuner.statement.value), ast.Name)
+        }
+        launched.update({name: name for name in kernels})
+
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Subscript)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in launched
+            ):
+                yield kernels[launched[node.func.value.id]], node
+
+    def launch(self, name):
+        """``(grid, call)`` of the first ``name[grid](...)`` of the module, or ``None``."""
+
+        for node in base.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Subscript)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+            ):
+                return node.func.slice, node
+
+        return None
+
+
+def block_sizes(autotune):
+    """The block sizes of each config of a ``triton.autotune(configs=[...], ...)`` call: ``list`` of ``dict`` name -> ``int``."""
+
+    return [
+        ast.literal_eval(config.args[0])
+        for config in base.keyword(autotune, "configs").value.elts
+    ]
+
+
+def launch_arguments(kernel, call):
+    """Map ``kernel``'s parameter names to the argument expressions of its launch ``call``.
+
+    :param kernel: ``ast.FunctionDef``.
+    :param call: ``ast.Call``, ``kernel[grid](...)``: positional arguments,
+        then keywords.
+    :return: ``dict`` parameter name -> ``ast.expr``.
+    """
+
+    parameters = [argument.arg for argument in kernel.args.args]
+    arguments = dict(zip(parameters, call.args))
+    arguments.update(
+        (item.arg, item.value) for item in call.keywords if item.arg is not None
+    )
+
+    return arguments
+
+
+def _first_argument(call):
+    return call.args[0] if call.args else None
