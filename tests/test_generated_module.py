@@ -78,3 +78,22 @@ def test_kernels_are_told_apart_by_their_decorator_not_their_name():
     ((kernel, _),) = module.launches()
     assert kernel.name == "helper"
     assert module.autotuners()[0].block_sizes() == [{"B": 4}]
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["top-level", "nested"])
+def test_a_guard_goes_just_before_the_statement_that_launches(nested):
+    launch = "    if x.numel():\n        k[1,](x)\n" if nested else "    k[1,](x)\n"
+    tree = ast.parse(
+        f"import triton\n@triton.jit\ndef k(x):\n    pass\ndef launch(x):\n{launch}"
+    )
+    module = GeneratedModule(tree)
+    ((_, call),) = module.launches()
+
+    module.insert_before_launch(call, ast.parse("raise ValueError('no')").body[0])
+
+    body = module.functions()["launch"].body
+    body = body[0].body if nested else body
+    assert [ast.unparse(statement) for statement in body] == [
+        "raise ValueError('no')",
+        "k[1,](x)",
+    ]

@@ -9,6 +9,7 @@ from ninetoothed_ascend.ascendify.base import (
     walk,
 )
 from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
+from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: Sub-blocks are powers of two no larger than this.
 MAX_SUB_BLOCK = 1 << 16
@@ -143,15 +144,10 @@ class SplitSubBlocks(Pass):
                 f"{source} = {ast.unparse(kernel)!r}\n"
             ).body,
         )
-        parameters = [argument.arg for argument in kernel.args.args]
-
         for call in launches:
-            named = [ast.Constant(name) for name in parameters[: len(call.args)]] + [
-                ast.Constant(item.arg) for item in call.keywords
-            ]
-            values = [copy.deepcopy(value) for value in call.args] + [
-                copy.deepcopy(item.value) for item in call.keywords
-            ]
+            arguments = launch_arguments(kernel, call)
+            named = [ast.Constant(name) for name in arguments]
+            values = [copy.deepcopy(value) for value in arguments.values()]
             check = ast.Expr(
                 ast.Call(
                     ast.Name("ninetoothed_ascend_refuse_overflow", ast.Load()),
@@ -164,7 +160,7 @@ class SplitSubBlocks(Pass):
                     [],
                 )
             )
-            _insert_before(module, call, check)
+            self.module.insert_before_launch(call, check)
             self.rewrote()
 
     def guard(self, module, kernel, extent, sub, budget):
@@ -196,7 +192,7 @@ class SplitSubBlocks(Pass):
                 f"if {block} > {sub}:\n"
                 f"    raise ValueError({message!r}.format({block}))"
             ).body[0]
-            _insert_before(module, call, check)
+            self.module.insert_before_launch(call, check)
             self.rewrote()
 
     def split(self, kernel, budget):
@@ -274,23 +270,6 @@ class SplitSubBlocks(Pass):
                 return False
 
         return True
-
-
-def _insert_before(module, call, statement):
-    """Insert ``statement`` before the statement of ``module`` whose expression is ``call``."""
-
-    for node in ast.walk(module):
-        for field in ("body", "orelse"):
-            body = getattr(node, field, None)
-
-            if not isinstance(body, list):
-                continue
-
-            for index, item in enumerate(body):
-                if isinstance(item, ast.Expr) and item.value is call:
-                    body.insert(index, statement)
-
-                    return
 
 
 def _largest_fitting(kernel, aliases, extent, budget):

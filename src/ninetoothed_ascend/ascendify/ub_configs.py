@@ -318,13 +318,7 @@ class FitUnifiedBuffer(Pass):
             f"if {' and '.join(conditions)}:\n    raise ValueError({message})"
         ).body[0]
 
-        for function in module.body:
-            if isinstance(function, ast.FunctionDef) and call in ast.walk(function):
-                for index, statement in enumerate(function.body):
-                    if call in ast.walk(statement):
-                        function.body.insert(index, check)
-
-                        return
+        self.module.insert_before_launch(call, check)
 
     def choose(
         self, kernel, gpu_configs, budget, fixed=None, extend=True, contiguous=True

@@ -159,6 +159,50 @@ class GeneratedModule:
 
         return None
 
+    def insert_before_launch(self, call, statement):
+        """Insert ``statement`` (a launch's guard) just before the innermost statement holding ``call``.
+
+        :param call: ``ast.Call``, one of :meth:`launches`.
+        :param statement: ``ast.stmt``.
+        :raises ValueError: ``call`` is not in the module.
+        """
+
+        body = self.tree.body
+
+        while True:
+            index = next(
+                (
+                    index
+                    for index, item in enumerate(body)
+                    if any(node is call for node in base.walk(item))
+                ),
+                None,
+            )
+
+            if index is None:
+                raise ValueError(f"the launch {ast.unparse(call)} is not in the module")
+
+            inner = next(
+                (
+                    getattr(body[index], field)
+                    for field in ("body", "orelse", "finalbody")
+                    if isinstance(getattr(body[index], field, None), list)
+                    and any(
+                        node is call
+                        for item in getattr(body[index], field)
+                        for node in base.walk(item)
+                    )
+                ),
+                None,
+            )
+
+            if inner is None:
+                body.insert(index, statement)
+
+                return
+
+            body = inner
+
 
 def block_sizes(autotune):
     """The block sizes of each config of a ``triton.autotune(configs=[...], ...)`` call: ``list`` of ``dict`` name -> ``int``."""
