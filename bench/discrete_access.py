@@ -36,8 +36,8 @@ import pathlib
 import torch
 
 from ninetoothed_ascend import compile_check, examples
-from ninetoothed_ascend.ascendify import flat_access, transposed_tiles
-from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+from ninetoothed_ascend.compiler.npu import flat_access, transposed_tiles
+from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
 

@@ -6,7 +6,7 @@ compiled as that launch compiles it (integers equal to 1 specialized) through
 ``ttir`` and ``ttadapter``, then through ``bishengir-compile`` up to the
 external ``hivmc`` step with ``--enable-memory-display``. Per config:
 
-* ``model``: :func:`~ninetoothed_ascend.ascendify.ub_model.footprint` as
+* ``model``: :func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint` as
   ``FitUnifiedBuffer`` evaluates it (4 bytes per element, the dtype being
   unknown then), with the launch's constexprs and specialized integers;
 * ``bishengir``: the planned UB bytes (the end of the highest buffer of
@@ -31,8 +31,8 @@ import statistics
 import sys
 
 from ninetoothed_ascend import bishengir, compile_check, examples
-from ninetoothed_ascend.ascendify.base import import_aliases
-from ninetoothed_ascend.ascendify.ub_model import footprint
+from ninetoothed_ascend.compiler.npu.ub.model import footprint
+from ninetoothed_ascend.compiler.passes import import_aliases
 from ninetoothed_ascend.compiler.target import soc
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

@@ -31,8 +31,8 @@ import re
 import torch
 
 from ninetoothed_ascend import compile_check, examples
-from ninetoothed_ascend.ascendify.base import import_aliases
-from ninetoothed_ascend.ascendify.ub_model import footprint
+from ninetoothed_ascend.compiler.npu.ub.model import footprint
+from ninetoothed_ascend.compiler.passes import import_aliases
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

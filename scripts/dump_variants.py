@@ -12,7 +12,7 @@ import argparse
 import pathlib
 
 from ninetoothed_ascend import examples
-from ninetoothed_ascend.jit.handle import VariantUnavailableError
+from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

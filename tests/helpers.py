@@ -150,7 +150,7 @@ def launch_keywords(source, kernel="kernel"):
 def launch_flag(source, expression):
     """A function of a tensor: the value ``expression`` (a launch keyword of ``source`` reading one tensor's sizes and strides) takes for it."""
 
-    from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
+    from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
 
     names = {}
     exec(

@@ -6,7 +6,7 @@ import torch
 from helpers import launch_flag, launch_keywords, shared_example
 
 from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
-from ninetoothed_ascend.ascendify.flat_access import (
+from ninetoothed_ascend.compiler.npu.flat_access import (
     COLLAPSES,
     FLAG_PREFIX,
     WINDOW,

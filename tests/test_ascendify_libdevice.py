@@ -11,8 +11,8 @@ import torch
 from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import RewriteError, run_pipeline
-from ninetoothed_ascend.ascendify.libdevice import RemapLibdevice, composite_function
 from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.compiler.npu.libdevice import RemapLibdevice, composite_function
 from ninetoothed_ascend.libdevice_table import (
     ASCEND_FUNCTIONS,
     LIBDEVICE,

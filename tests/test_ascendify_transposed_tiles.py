@@ -7,8 +7,8 @@ from helpers import launch_flag, launch_keywords, shared_example
 from test_ascendify_flat_access import TRANSPOSED
 
 from ninetoothed_ascend.ascendify import ContiguousFlatAccess, run_pipeline
-from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
-from ninetoothed_ascend.ascendify.transposed_tiles import (
+from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
+from ninetoothed_ascend.compiler.npu.transposed_tiles import (
     FLAG_PREFIX,
     TransposeStridedTiles,
 )
@@ -83,8 +83,8 @@ def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load
 def test_the_ub_model_bounds_an_undecided_transposed_load_by_the_plain_one():
     # FitUnifiedBuffer does not know the launch's choice; the plain load,
     # strided wherever the transposed one is taken, bounds it (docs/ub.md).
-    from ninetoothed_ascend.ascendify.base import import_aliases
-    from ninetoothed_ascend.ascendify.ub_model import footprint
+    from ninetoothed_ascend.compiler.npu.ub.model import footprint
+    from ninetoothed_ascend.compiler.passes import import_aliases
 
     def peaks(source):
         tree = ast.parse(source)

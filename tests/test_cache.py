@@ -283,8 +283,9 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
     import torch
     from helpers import load_example
 
-    from ninetoothed_ascend.jit import arguments, dispatch
-    from ninetoothed_ascend.jit.handle import Handle
+    from ninetoothed_ascend.jit import arguments
+    from ninetoothed_ascend.runtime import dispatch
+    from ninetoothed_ascend.runtime.handle import Handle
 
     module = load_example("add")
     entry = cache_module.Cache(cache_dir).load(module.kernel.key)

@@ -5,8 +5,8 @@ import textwrap
 from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
 
-from ninetoothed_ascend.ascendify.flat_access import WINDOW
 from ninetoothed_ascend.cli import main
+from ninetoothed_ascend.compiler.npu.flat_access import WINDOW
 
 
 def show(*arguments):

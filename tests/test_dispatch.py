@@ -1,4 +1,4 @@
-"""The per-kernel ``__call__`` (``jit/dispatch.py``): same results and errors as the generic path."""
+"""The per-kernel ``__call__`` (``runtime/dispatch.py``): same results and errors as the generic path."""
 
 import pytest
 import torch
@@ -6,9 +6,9 @@ from helpers import load_example
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
-from ninetoothed_ascend.jit import dispatch
-from ninetoothed_ascend.jit.handle import Handle
 from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
+from ninetoothed_ascend.runtime import dispatch
+from ninetoothed_ascend.runtime.handle import Handle
 
 
 def test_tensor_parameters_are_those_passed_with_sizes_and_strides():

@@ -12,12 +12,12 @@ from helpers import example_cases, load_example, rewrite, shared_example
 
 import ninetoothed_ascend
 from ninetoothed_ascend import ascendify, examples
-from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import Variant
-from ninetoothed_ascend.compiler import pipelines
-from ninetoothed_ascend.jit import emulation, interpreter
-from ninetoothed_ascend.jit.handle import import_variant
+from ninetoothed_ascend.compiler import emulation, pipelines
+from ninetoothed_ascend.compiler.cpu import interpreter
+from ninetoothed_ascend.compiler.passes import PipelineError, run_pipeline
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
+from ninetoothed_ascend.runtime.handle import import_variant
 
 #: The portable meaning of each function of triton-ascend 3.2.0's libdevice.
 PORTABLE = {name: function.portable for name, function in ASCEND_FUNCTIONS.items()}
@@ -698,8 +698,13 @@ def test_running_a_cpu_variant_leaves_triton_usable_for_compilation(
 def test_without_restoring_language_core_interpreting_breaks_compilation(
     monkeypatch, pristine_triton_language
 ):
-    # The interpreted copies without the wrapper that restores the module.
-    monkeypatch.setattr(interpreter, "interpreted", interpreter._interpreted_copy)
+    # The interpreted copies without the wrapper that restores the module,
+    # where the CPU variant imports them from.
+    monkeypatch.setattr(
+        ninetoothed_ascend.runtime,
+        "interpreted",
+        ninetoothed_ascend.runtime.interpreter._interpreted_copy,
+    )
 
     for name in [name for name in sys.modules if ".variants." in name]:
         monkeypatch.delitem(sys.modules, name)

@@ -8,14 +8,14 @@ import torch
 from helpers import rewrite
 
 from ninetoothed_ascend.ascendify import LowerClamp, RewriteError, run_pipeline
-from ninetoothed_ascend.compiler.pipelines import CPU as PIPELINE
-from ninetoothed_ascend.jit.interpreter import (
+from ninetoothed_ascend.compiler.cpu.interpreter import (
     BindLanguageModule,
     FixAutotuneConfig,
     IndexLoopBounds,
     InterpretLanguageFunctions,
-    interpreted,
 )
+from ninetoothed_ascend.compiler.pipelines import CPU as PIPELINE
+from ninetoothed_ascend.runtime import interpreted
 
 
 def test_bind_language_module():

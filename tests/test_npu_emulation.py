@@ -1,6 +1,6 @@
 """Level 3, emulation: the NPU variant itself (persistent grid, UB-fitted configs, sub-blocks) against torch.
 
-The NPU variant runs emulated (``handle.emulated``, ``jit/emulation.py``): on
+The NPU variant runs emulated (``handle.emulated``, ``compiler/emulation.py``): on
 the CPU in Triton's interpreter; on a CUDA GPU, where there is one, as
 compiled Triton. Neither is an
 NPU: these check the rewritten program's semantics, not triton-ascend.
@@ -15,7 +15,7 @@ import torch
 from helpers import load_example, shared_example
 
 from ninetoothed_ascend import examples
-from ninetoothed_ascend.ascendify.ub_configs import kernel_configs
+from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs
 
 
 def module_globals(launch):

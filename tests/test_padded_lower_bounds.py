@@ -6,7 +6,7 @@ import pytest
 from helpers import assert_adapter_crashes_then_cured, assert_no_rewrite, rewrite
 
 from ninetoothed_ascend.ascendify import ScalarizeTileLowerBounds, run_pipeline
-from ninetoothed_ascend.ascendify.padded_lower_bounds import (
+from ninetoothed_ascend.compiler.npu.padded_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
 

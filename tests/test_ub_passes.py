@@ -13,11 +13,11 @@ from ninetoothed_ascend.ascendify import (
     RewriteError,
     SplitSubBlocks,
 )
-from ninetoothed_ascend.ascendify.base import import_aliases, resolve
-from ninetoothed_ascend.ascendify.ub_configs import kernel_configs, launch_configs
-from ninetoothed_ascend.ascendify.ub_model import UnknownSize, footprint
+from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs, launch_configs
+from ninetoothed_ascend.compiler.npu.ub.model import UnknownSize, footprint
+from ninetoothed_ascend.compiler.passes import import_aliases, resolve
 from ninetoothed_ascend.compiler.target import Soc, soc
-from ninetoothed_ascend.jit.handle import VariantUnavailableError
+from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 
 
 def model(source, constexprs, **options):

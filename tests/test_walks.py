@@ -1,10 +1,10 @@
-"""The faster walks of ascendify.base give what the ``ast`` module's give, in the same order."""
+"""The faster walks of compiler.passes give what the ``ast`` module's give, in the same order."""
 
 import ast
 import gc
 import textwrap
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.passes import (
     Transformer,
     collection_paused,
     import_aliases,

@@ -19,10 +19,10 @@ What is derived from them:
   (:class:`ninetoothed_ascend.ascendify.RemapLibdevice`) reads
   :data:`LIBDEVICE`;
 * the Ascend -> portable emulation of the NPU variant
-  (:class:`ninetoothed_ascend.jit.libdevice.MapLibdevice`) reads
+  (:class:`ninetoothed_ascend.compiler.libdevice.MapLibdevice`) reads
   :attr:`AscendFunction.portable`;
 * the CUDA libdevice functions the CPU variant computes
-  (:class:`ninetoothed_ascend.jit.interpreter.InterpretLibdevice`) are those
+  (:class:`ninetoothed_ascend.compiler.cpu.interpreter.InterpretLibdevice`) are those
   with a portable meaning and :attr:`AscendFunction.cuda_namesake`.
 
 Checked against the modules themselves: tests/test_ascendify_libdevice.py
@@ -102,7 +102,7 @@ class Portable:
         ``tl.`` only, or ``None``: computed by ``numpy`` instead.
     :param numpy: the function of fp64 NumPy arrays that computes it on the
         CPU where ``cpu`` is ``None``
-        (:func:`ninetoothed_ascend.jit.libdevice.numpy_elementwise`), else
+        (:func:`ninetoothed_ascend.runtime.numpy_elementwise`), else
         ``None``.
     :param numpy_dtype: ``bool``, ``numpy`` also takes the result's NumPy
         dtype (it rounds in that format).

@@ -11,8 +11,8 @@ import torch
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import default_directory
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
-from ninetoothed_ascend.jit.handle import VariantUnavailableError
 from ninetoothed_ascend.jit.variants import VARIANTS
+from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 from ninetoothed_ascend.warm import one_line
 
 _DTYPES = {

@@ -10,15 +10,15 @@ import textwrap
 
 import click
 
-from ninetoothed_ascend.ascendify import flat_access
 from ninetoothed_ascend.cli import main
+from ninetoothed_ascend.compiler.npu import flat_access
 from ninetoothed_ascend.compiler.pipelines import (
     EMULATIONS,
     PASSES,
     VARIANTS,
     precision_notes,
 )
-from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
+from ninetoothed_ascend.runtime.handle import Handle, VariantUnavailableError
 from ninetoothed_ascend.warm import one_line
 
 

@@ -1,1 +1,1 @@
-"""The compiler layer: the target a variant is generated for (:mod:`.target`) and every pipeline (:mod:`.pipelines`)."""
+"""The compiler layer: NineToothed's generated module analysed (:mod:`.generated`), the target a variant is generated for (:mod:`.target`), the pass machinery (:mod:`.passes`), the passes of the NPU (:mod:`.npu`) and CPU (:mod:`.cpu`) variants and of the emulations (:mod:`.emulation`), and every pipeline, declared once (:mod:`.pipelines`)."""

@@ -12,8 +12,8 @@ definition of each; the passes rewrite the tree in place, so a
 import ast
 import dataclasses
 
-# Deferred attribute access: ``ascendify.base`` builds passes on this module.
-from ninetoothed_ascend.ascendify import base
+# Attributes read when called: ``passes`` builds ``Pass`` on this module.
+from ninetoothed_ascend.compiler import passes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Autotuner:
     def keyword(self, name):
         """The ``ast.keyword`` ``name`` of the ``triton.autotune`` call (``configs``, ``key``, ...), or ``None``."""
 
-        return base.keyword(self.call, name)
+        return passes.keyword(self.call, name)
 
     def block_sizes(self):
         """:func:`block_sizes` of its call."""
@@ -53,13 +53,13 @@ class GeneratedModule:
     :param tree: ``ast.Module``, NineToothed's generated source or a
         variant's, parsed.
     :param aliases: ``dict`` from
-        :func:`~ninetoothed_ascend.ascendify.base.import_aliases` of ``tree``,
+        :func:`~ninetoothed_ascend.compiler.passes.import_aliases` of ``tree``,
         if the caller has it.
     """
 
     def __init__(self, tree, aliases=None):
         self.tree = tree
-        self.aliases = base.import_aliases(tree) if aliases is None else aliases
+        self.aliases = passes.import_aliases(tree) if aliases is None else aliases
 
     def functions(self):
         """The module-level functions: ``dict`` name -> ``ast.FunctionDef``."""
@@ -77,7 +77,7 @@ class GeneratedModule:
             name: function
             for name, function in self.functions().items()
             if any(
-                base.resolve(decorator, self.aliases) == "triton.jit"
+                passes.resolve(decorator, self.aliases) == "triton.jit"
                 for decorator in function.decorator_list
             )
         }
@@ -99,7 +99,7 @@ class GeneratedModule:
             and isinstance(statement.targets[0], ast.Name)
             and isinstance(statement.value, ast.Call)
             and isinstance(statement.value.func, ast.Call)
-            and base.resolve(statement.value.func.func, self.aliases)
+            and passes.resolve(statement.value.func.func, self.aliases)
             == "triton.autotune"
         ]
 
@@ -118,7 +118,7 @@ class GeneratedModule:
             for node in ast.walk(self.tree)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Call)
-            and base.resolve(node.func.func, self.aliases) == "triton.autotune"
+            and passes.resolve(node.func.func, self.aliases) == "triton.autotune"
         ]
 
     def launches(self):
@@ -148,7 +148,7 @@ class GeneratedModule:
     def launch(self, name):
         """``(grid, call)`` of the first ``name[grid](...)`` of the module, or ``None``."""
 
-        for node in base.walk(self.tree):
+        for node in passes.walk(self.tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Subscript)
@@ -174,7 +174,7 @@ class GeneratedModule:
                 (
                     index
                     for index, item in enumerate(body)
-                    if any(node is call for node in base.walk(item))
+                    if any(node is call for node in passes.walk(item))
                 ),
                 None,
             )
@@ -190,7 +190,7 @@ class GeneratedModule:
                     and any(
                         node is call
                         for item in getattr(body[index], field)
-                        for node in base.walk(item)
+                        for node in passes.walk(item)
                     )
                 ),
                 None,
@@ -209,7 +209,7 @@ def block_sizes(autotune):
 
     return [
         ast.literal_eval(config.args[0])
-        for config in base.keyword(autotune, "configs").value.elts
+        for config in passes.keyword(autotune, "configs").value.elts
     ]
 
 

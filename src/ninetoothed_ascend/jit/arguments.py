@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import os
 
-from ninetoothed_ascend.ascendify.base import walk
+from ninetoothed_ascend.compiler.passes import walk
 
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"

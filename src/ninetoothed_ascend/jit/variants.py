@@ -1,8 +1,8 @@
 """From NineToothed's source to the variants of a kernel: every pipeline run a handle needs goes through here."""
 
-from ninetoothed_ascend.ascendify.base import PipelineError, run_pipeline
 from ninetoothed_ascend.cache import VARIANT_NAMES, Variant
 from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.compiler.passes import PipelineError, run_pipeline
 from ninetoothed_ascend.compiler.target import Target
 
 #: Variant names, and the torch device type each one serves.

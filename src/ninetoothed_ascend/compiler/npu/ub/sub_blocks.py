@@ -3,13 +3,13 @@
 import ast
 import copy
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
+from ninetoothed_ascend.compiler.passes import (
     Pass,
     insert_after_imports,
     walk,
 )
-from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
-from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: Sub-blocks are powers of two no larger than this.
 MAX_SUB_BLOCK = 1 << 16
@@ -59,7 +59,7 @@ class SplitSubBlocks(Pass):
     loop over ``BLOCK_SIZE_SUB`` chunks (triton-ascend migration and
     performance guides; ../shared/ASCEND.md, "Hardware limits"; Liger-Kernel's
     Ascend port does the same by hand). Autotuned block sizes are fitted by
-    :class:`~ninetoothed_ascend.ascendify.ub_configs.FitUnifiedBuffer`; this
+    :class:`~ninetoothed_ascend.compiler.npu.ub.configs.FitUnifiedBuffer`; this
     pass handles a block whose size is a constexpr the caller passes (a
     softmax or RMS norm with one row per program, ``BLOCK_SIZE =
     next_power_of_2(row length)``), unknown until the launch.
@@ -69,7 +69,7 @@ class SplitSubBlocks(Pass):
     operations act lane by lane, and whose reductions are ``tl.sum``,
     ``tl.max`` or ``tl.min`` over the whole tile (no ``axis``). With ``S``
     the largest power of two for which the kernel fits the UB by the model
-    (:func:`~ninetoothed_ascend.ascendify.ub_model.footprint` with ``P = S``),
+    (:func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint` with ``P = S``),
     the body becomes::
 
         if P <= S:                 # constexpr: resolved at compile time

@@ -21,9 +21,9 @@ import functools
 
 import torch
 
-from ninetoothed_ascend.ascendify.base import collection_paused, walk
+from ninetoothed_ascend.compiler.passes import collection_paused, walk
 from ninetoothed_ascend.jit import arguments
-from ninetoothed_ascend.jit.handle import Handle
+from ninetoothed_ascend.runtime.handle import Handle
 
 #: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.
 _DEVICE_PROPERTIES = {"cuda": "is_cuda", "npu": "is_npu", "cpu": "is_cpu"}

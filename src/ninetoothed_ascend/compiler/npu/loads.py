@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword
+from ninetoothed_ascend.compiler.passes import Pass, keyword
 
 
 class FillMaskedLoads(Pass):

@@ -4,7 +4,7 @@ import ast
 import builtins
 import sys
 
-from ninetoothed_ascend.ascendify.base import Pass, walk
+from ninetoothed_ascend.compiler.passes import Pass, walk
 
 
 class ImportStandardModules(Pass):

@@ -19,8 +19,8 @@ import warnings
 import torch
 
 from ninetoothed_ascend.cache import Variant
-from ninetoothed_ascend.compiler import pipelines
-from ninetoothed_ascend.jit import arguments, emulation
+from ninetoothed_ascend.compiler import emulation, pipelines
+from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, emulated_variant
 

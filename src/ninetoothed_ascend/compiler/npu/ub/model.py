@@ -7,7 +7,7 @@ migration guide; ../shared/ASCEND.md, "Hardware limits"). The compile check
 of this project stops before ``bishengir-compile``, where that error is
 raised, so the NPU variant must fit by construction: this module estimates,
 from the kernel's AST alone, the bytes of tiles live at once for given
-constexpr values, and :mod:`ninetoothed_ascend.ascendify.ub_configs` keeps only
+constexpr values, and :mod:`ninetoothed_ascend.compiler.npu.ub.configs` keeps only
 the autotune configs that fit.
 
 The model (docs/ub.md has the derivation and its measured error):
@@ -34,7 +34,7 @@ The model (docs/ub.md has the derivation and its measured error):
   triton/backends/ascend/compiler.py, 3.2.0), which makes
   ``bishengir-compile --enable-auto-multi-buffer`` ping-pong the load
   buffers of loops; every kernel of the NPU variant is a loop
-  (:class:`~ninetoothed_ascend.ascendify.grid.PersistentGrid`), so each load
+  (:class:`~ninetoothed_ascend.compiler.npu.grid.PersistentGrid`), so each load
   counts twice.
 """
 
@@ -194,7 +194,7 @@ class _Tile:
 def uses_dot(kernel, aliases):
     """Whether ``kernel`` (an ``ast.FunctionDef``) calls ``tl.dot``: it then runs on AI (cube) cores."""
 
-    from ninetoothed_ascend.ascendify.base import resolve
+    from ninetoothed_ascend.compiler.passes import resolve
 
     return any(
         isinstance(node, ast.Call)
@@ -209,7 +209,7 @@ def footprint(
     """Estimate the UB bytes of ``kernel`` for the given constexpr values.
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
-    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.ascendify.base.import_aliases`.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.passes.import_aliases`.
     :param constexprs: ``dict`` parameter name -> ``int``, the values of the
         constexpr parameters tiles are sized by (an autotune config, the
         launch's block sizes).
@@ -241,7 +241,7 @@ class KernelModel:
     change while the model is in use.
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
-    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.ascendify.base.import_aliases`.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.passes.import_aliases`.
     """
 
     def __init__(self, kernel, aliases):
@@ -363,7 +363,7 @@ class _Model:
         self.contiguous = contiguous
 
     def name(self, node):
-        from ninetoothed_ascend.ascendify.base import resolve
+        from ninetoothed_ascend.compiler.passes import resolve
 
         return resolve(node, self.aliases)
 

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, keyword, summands, walk
+from ninetoothed_ascend.compiler.passes import Pass, keyword, summands, walk
 
 _BARRIER = "triton.language.debug_barrier()"
 

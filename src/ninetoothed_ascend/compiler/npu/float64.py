@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import LoadWrapperPass, convert_if_dtype
+from ninetoothed_ascend.compiler.passes import LoadWrapperPass, convert_if_dtype
 
 #: The module-level ``triton.jit`` function that demotes a loaded fp64 block.
 DEMOTE = "ninetoothed_ascend_float32_if_float64"

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, insert_after_imports, keyword, walk
+from ninetoothed_ascend.compiler.passes import Pass, insert_after_imports, keyword, walk
 
 #: Prefix of the module-level ``triton.jit`` functions that load a pointer block under a larger mask.
 LOAD = "ninetoothed_ascend_load_under_mask"

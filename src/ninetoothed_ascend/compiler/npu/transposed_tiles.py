@@ -3,14 +3,14 @@
 import ast
 import copy
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
+from ninetoothed_ascend.compiler.passes import (
     Pass,
     arange_positions,
     keyword,
     summands,
 )
-from ninetoothed_ascend.ascendify.flat_access import COLLAPSES
-from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: Prefix of the constexpr parameter that selects the transposed load.
 FLAG_PREFIX = "ninetoothed_ascend_transposed_"

@@ -2,12 +2,12 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import MaskPass
-from ninetoothed_ascend.ascendify.lower_bounds import (
+from ninetoothed_ascend.compiler.npu.lower_bounds import (
     arange_size,
     index_lower_bound,
     lower_bound_terms,
 )
+from ninetoothed_ascend.compiler.passes import MaskPass
 
 
 class ScalarizePaddedTileLowerBounds(MaskPass):

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import MaskPass, Transformer
+from ninetoothed_ascend.compiler.passes import MaskPass, Transformer
 
 
 class ScalarizeTileLowerBounds(MaskPass):
@@ -52,7 +52,7 @@ def lower_bound_terms(owner, node):
     each lower-bound pass's own proof: :class:`ScalarizeTileLowerBounds`
     needs ``factor == size``, ``ScalarizePaddedTileLowerBounds`` a guard.
 
-    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose
+    :param owner: the :class:`~ninetoothed_ascend.compiler.passes.Pass` whose
         imports resolve ``arange``.
     :param node: an ``ast`` expression.
     """
@@ -87,7 +87,7 @@ def lower_bound_terms(owner, node):
 def arange_size(owner, node):
     """Return ``size`` if ``node`` is ``triton.language.arange(0, size)``, subscripted or not, else ``None``.
 
-    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose
+    :param owner: the :class:`~ninetoothed_ascend.compiler.passes.Pass` whose
         imports resolve ``arange``.
     :param node: an ``ast`` expression.
     """

@@ -3,14 +3,14 @@
 import ast
 import copy
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.npu.ub.model import uses_dot
+from ninetoothed_ascend.compiler.passes import (
     Pass,
     RewriteError,
     Transformer,
     insert_after_imports,
     walk,
 )
-from ninetoothed_ascend.ascendify.ub_model import uses_dot
 
 
 class PersistentGrid(Pass):

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass
+from ninetoothed_ascend.compiler.passes import Pass
 
 #: ``triton.Config`` keywords that mean nothing to triton-ascend.
 IGNORED_ON_ASCEND = ("num_warps", "num_stages")

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, RewriteError, insert_after_imports
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError, insert_after_imports
 from ninetoothed_ascend.compiler.target import (
     LIBDEVICE_AFTER_3_2,
     LIBDEVICE_UP_TO_3_2,

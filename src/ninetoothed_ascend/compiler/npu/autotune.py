@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, Transformer
+from ninetoothed_ascend.compiler.passes import Pass, Transformer
 
 
 class DeferAutotune(Pass):

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, dotted_name, keyword
+from ninetoothed_ascend.compiler.passes import Pass, dotted_name, keyword
 
 
 class LowerClamp(Pass):

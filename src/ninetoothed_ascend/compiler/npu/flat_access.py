@@ -5,7 +5,8 @@ import dataclasses
 import itertools
 import math
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.passes import (
     Pass,
     arange_positions,
     import_aliases,
@@ -14,7 +15,6 @@ from ninetoothed_ascend.ascendify.base import (
     operands,
     summands,
 )
-from ninetoothed_ascend.compiler.generated import launch_arguments
 
 #: The launch-side test, added to the module when an access was given a fast path.
 COLLAPSES = "ninetoothed_ascend_collapses"
@@ -205,7 +205,7 @@ class DigitGroup:
 def digit_groups(owner, pointer, arguments):
     """Yield the :class:`DigitGroup` of a ``load``/``store`` pointer expression that are proven digits.
 
-    :param owner: the :class:`~ninetoothed_ascend.ascendify.base.Pass` whose imports resolve ``arange``.
+    :param owner: the :class:`~ninetoothed_ascend.compiler.passes.Pass` whose imports resolve ``arange``.
     :param pointer: ``ast`` expression, the pointer argument.
     :param arguments: ``dict`` kernel parameter name -> the launch's argument expression.
     """

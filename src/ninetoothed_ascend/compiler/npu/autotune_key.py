@@ -2,8 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import Pass, walk
 from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.passes import Pass, walk
 
 
 class FilterAutotuneKey(Pass):

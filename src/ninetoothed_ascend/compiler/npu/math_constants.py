@@ -4,7 +4,7 @@ import ast
 import math
 import numbers
 
-from ninetoothed_ascend.ascendify.base import Pass, walk
+from ninetoothed_ascend.compiler.passes import Pass, walk
 
 _OPERATORS = (
     ast.Add,

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.ascendify.base import MaskPass, Transformer, walk
+from ninetoothed_ascend.compiler.passes import MaskPass, Transformer, walk
 
 
 class FoldTrueMask(MaskPass):

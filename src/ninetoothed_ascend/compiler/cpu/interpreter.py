@@ -1,17 +1,15 @@
 """The CPU variant: NineToothed's source made runnable by Triton's interpreter."""
 
 import ast
-import functools
-import inspect
 import math
-import textwrap
-import types
 
 import triton
 import triton.language
 import triton.runtime.interpreter
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.libdevice import MapLibdevice
+from ninetoothed_ascend.compiler.npu.libdevice import CUDA_LIBDEVICE_MODULES
+from ninetoothed_ascend.compiler.passes import (
     LoadWrapperPass,
     Pass,
     RewriteError,
@@ -20,8 +18,6 @@ from ninetoothed_ascend.ascendify.base import (
     insert_after_imports,
     keyword,
 )
-from ninetoothed_ascend.ascendify.libdevice import CUDA_LIBDEVICE_MODULES
-from ninetoothed_ascend.jit.libdevice import MapLibdevice
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 
@@ -145,7 +141,8 @@ class InterpretLanguageFunctions(Pass):
 
     Each ``tl.name(...)`` whose target is a ``triton.jit`` function in the
     installed Triton becomes ``ninetoothed_interpreted_name(...)``, bound once
-    at module level to ``interpreted(tl.name)`` (:func:`interpreted`).
+    at module level to ``interpreted(tl.name)``
+    (:func:`ninetoothed_ascend.runtime.interpreted`).
     """
 
     def visit_Call(self, node):
@@ -180,9 +177,8 @@ class InterpretLanguageFunctions(Pass):
         insert_after_imports(
             tree,
             [
-                # ``ninetoothed_ascend.jit`` is also the name of a function.
                 ast.parse(
-                    "from ninetoothed_ascend.jit.interpreter import interpreted "
+                    "from ninetoothed_ascend.runtime import interpreted "
                     "as ninetoothed_ascend_interpreted"
                 ).body[0],
                 *(
@@ -194,93 +190,6 @@ class InterpretLanguageFunctions(Pass):
                 ),
             ],
         )
-
-
-_interpreted = {}
-
-
-def interpreted(jit_function):
-    """Return an interpreted copy of ``jit_function`` whose ``triton.jit`` callees are interpreted too.
-
-    Used by the CPU variant at import (see :class:`InterpretLanguageFunctions`).
-    ``tl.sort`` calls ``sort_impl``, ``tl.rand`` calls ``randint``, which
-    calls ``philox``: the copy runs in a copy of the function's globals in
-    which every ``triton.jit`` function is replaced by its interpreted copy,
-    so nothing of Triton's own modules changes.
-
-    Calling an ``InterpretedFunction`` patches the ``triton.language``
-    modules in its function's globals for the interpreter and never restores
-    them (``InterpretedFunction.__call__``, Triton 3.9); for
-    ``triton.language.standard``'s functions that is ``triton.language.core``,
-    whose builtins then stay patched, and no kernel compiles in the process
-    afterwards (measured here,
-    ``tests/test_emulation.py::test_running_a_cpu_variant_leaves_triton_usable_for_compilation``).
-    So the copy returned puts ``triton.language.core`` back as it found it
-    when it returns.
-
-    :param jit_function: ``triton.runtime.JITFunction``.
-    :return: a function that calls the
-        ``triton.runtime.interpreter.InterpretedFunction``.
-    """
-
-    copy = _interpreted_copy(jit_function)
-
-    @functools.wraps(copy.fn)
-    def call(*args, **kwargs):
-        saved = dict(vars(triton.language.core))
-
-        try:
-            return copy(*args, **kwargs)
-        finally:
-            core = vars(triton.language.core)
-
-            for name in [name for name in core if name not in saved]:
-                delattr(triton.language.core, name)
-
-            for name, value in saved.items():
-                if core.get(name) is not value:
-                    setattr(triton.language.core, name, value)
-
-    return call
-
-
-def _interpreted_copy(jit_function):
-    copy = _interpreted.get(jit_function)
-
-    if copy is not None:
-        return copy
-
-    function = jit_function.fn
-    namespace = dict(function.__globals__)
-    clone = types.FunctionType(
-        function.__code__,
-        namespace,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    clone.__kwdefaults__ = function.__kwdefaults__
-    clone.__wrapped__ = function  # ``inspect.getsource`` finds the original text
-    copy = _interpreted[jit_function] = triton.runtime.interpreter.InterpretedFunction(
-        clone
-    )
-
-    # Only callees: a ``triton.jit`` function passed as a value (a reduction's
-    # combine function) must stay the object the interpreter recognizes
-    # (``tl.max`` reduces with NumPy only for the original
-    # ``_elementwise_max``; a copy takes a generic path that builds
-    # vocabulary-squared tiles).
-    called = {
-        node.func.id
-        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function))))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
-
-    for name, value in function.__globals__.items():
-        if name in called and isinstance(value, triton.runtime.JITFunction):
-            namespace[name] = _interpreted_copy(value)
-
-    return copy
 
 
 class WidenBfloat16(LoadWrapperPass):

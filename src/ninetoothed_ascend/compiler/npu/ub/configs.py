@@ -4,17 +4,17 @@ import ast
 import copy
 import itertools
 
-from ninetoothed_ascend.ascendify.base import (
-    Pass,
-    RewriteError,
-    insert_after_imports,
-    keyword,
-)
-from ninetoothed_ascend.ascendify.ub_model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.generated import (
     GeneratedModule,
     block_sizes,
     launch_arguments,
+)
+from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+    RewriteError,
+    insert_after_imports,
+    keyword,
 )
 
 #: At most this many configs per kernel: every config is one more NPU
@@ -43,7 +43,7 @@ class FitUnifiedBuffer(Pass):
     configs, extended by doubling while a tile with the other block sizes at
     their smallest still fits (up to :data:`MAX_BLOCK_SIZE`), and, only if
     nothing fits, by halving down to 1. Every combination is measured with
-    :func:`~ninetoothed_ascend.ascendify.ub_model.footprint` (dtype unknown:
+    :func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint` (dtype unknown:
     4 bytes per element, which bounds fp16/bf16/fp32); those within
     :attr:`Soc.ub_bytes` are kept, the :data:`MAX_CONFIGS` largest (the
     fewest programs, hence the least per-task overhead; ties go to the more
@@ -438,7 +438,7 @@ def kernel_configs(tree):
     """Return ``[(kernel, [block sizes, ...])]`` for every ``triton.autotune`` call in ``tree``.
 
     Finds the calls wherever they are (at module level, or inside the factory
-    :class:`~ninetoothed_ascend.ascendify.autotune.DeferAutotune` makes).
+    :class:`~ninetoothed_ascend.compiler.npu.autotune.DeferAutotune` makes).
 
     :param tree: ``ast.Module``.
     :return: ``list`` of ``(ast.FunctionDef, list of dict)``.

@@ -33,7 +33,10 @@ Emulated sources are cheap to derive and are kept in memory only
 import ast
 import os
 
-from ninetoothed_ascend.ascendify.base import (
+from ninetoothed_ascend.compiler.generated import GeneratedModule
+from ninetoothed_ascend.compiler.libdevice import MapLibdevice
+from ninetoothed_ascend.compiler.npu.libdevice import ASCEND_LIBDEVICE_MODULES
+from ninetoothed_ascend.compiler.passes import (
     MaskPass,
     Pass,
     RewriteError,
@@ -41,9 +44,6 @@ from ninetoothed_ascend.ascendify.base import (
     keyword,
     walk,
 )
-from ninetoothed_ascend.ascendify.libdevice import ASCEND_LIBDEVICE_MODULES
-from ninetoothed_ascend.compiler.generated import GeneratedModule
-from ninetoothed_ascend.jit.libdevice import MapLibdevice
 
 #: Set to ``1`` to make CUDA and CPU tensors run the emulated NPU variant
 #: instead of the CUDA and CPU variants. Read when a handle first dispatches
@@ -97,7 +97,7 @@ class EmulateLibdeviceOnCpu(MapLibdevice):
     core ``triton.language`` where one has the meaning (``exp``, ``sqrt``,
     ``fma``, ...), else a Python function that computes it with NumPy in
     fp64 on the interpreter's arrays
-    (:func:`~ninetoothed_ascend.jit.libdevice.numpy_elementwise`).
+    (:func:`~ninetoothed_ascend.runtime.numpy_elementwise`).
     """
 
     MODULES = ASCEND_LIBDEVICE_MODULES
@@ -171,7 +171,7 @@ class RestoreModuleAutotune(Pass):
     ``name = triton.autotune(...)(kernel)`` in a cached factory ``name()``
     for triton-ascend 3.2 (which asks a driver for a benchmarker at import);
     the interpreter pipeline's
-    :class:`~ninetoothed_ascend.jit.interpreter.FixAutotuneConfig` replaces a
+    :class:`~ninetoothed_ascend.compiler.cpu.interpreter.FixAutotuneConfig` replaces a
     module-level autotuner, which it must find. Both forms create the same
     autotuner; this pass is DeferAutotune's inverse: a module-level function
     decorated with ``functools.cache`` whose body is ``return
@@ -252,7 +252,7 @@ class RejectAscendOnly(Pass):
         if _is_ascend_only(name):
             raise RewriteError(
                 f"`{name}` exists only in triton-ascend and has no emulation.",
-                "Add its portable meaning to ninetoothed_ascend.jit.emulation.",
+                "Add its portable meaning to ninetoothed_ascend.compiler.emulation.",
             )
 
         self.generic_visit(node)
@@ -263,7 +263,7 @@ class RejectAscendOnly(Pass):
         if node.value == "hf32":
             raise RewriteError(
                 "`hf32` is left outside a `dot` input precision.",
-                "Add its portable meaning to ninetoothed_ascend.jit.emulation.",
+                "Add its portable meaning to ninetoothed_ascend.compiler.emulation.",
             )
 
         return node
