@@ -5,6 +5,9 @@ Layout of a cache directory::
     sources/<sha256 of the text>.py   one file per generated variant
     kernels/<kernel key>.json         which source each variant of a kernel is
     locks/<kernel key>.lock           held while one process generates a kernel
+    environments/<stamp>.json         installed versions and the package digest
+                                      (``jit.fingerprint.environment``), by
+                                      the stamp of the files they are read from
 
 A source file is trusted only if the sha256 of its bytes equals its name; an
 entry whose JSON does not parse, or whose sources are missing or do not match,
@@ -49,6 +52,10 @@ FORMAT = 3
 VARIANT_NAMES = ("cuda", "npu", "cpu")
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+
+#: What :meth:`Cache.store_environment` stores: ninetoothed's version, the
+#: distribution that owns ``import triton``, and the package digest.
+ENVIRONMENT_FIELDS = ("ninetoothed", "triton", "package")
 
 #: The variables that name the cache directory, in order of precedence
 #: (:func:`default_directory`).
@@ -437,6 +444,7 @@ class Cache:
         self._sources = self.directory / "sources"
         self._kernels = self.directory / "kernels"
         self._locks = self.directory / "locks"
+        self._environments = self.directory / "environments"
 
     def lock(self, key):
         """Return a ``filelock.FileLock`` that serializes generation of ``key`` across processes."""
@@ -578,6 +586,75 @@ class Cache:
             durable=False,
         )
 
+    def load_environment(self, stamp):
+        """Return what :meth:`store_environment` stored under ``stamp``, or ``None``.
+
+        ``None`` also when the file is missing, untrusted, or not a JSON
+        object of the three strings :meth:`store_environment` takes (the
+        caller computes them again then).
+
+        :param stamp: ``str``, sha256 hex
+            (:func:`~ninetoothed_ascend.jit.fingerprint.environment_stamp`).
+        :return: ``dict`` or ``None``.
+        """
+
+        path = self._environments / f"{stamp}.json"
+
+        try:
+            self._check_trusted(path)
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError) as error:
+            logger.warning(
+                "ninetoothed-ascend: ignoring %s (describing the environment again): %s",
+                path,
+                error,
+            )
+
+            return None
+
+        if not (
+            isinstance(stored, dict)
+            and set(stored) == set(ENVIRONMENT_FIELDS)
+            and all(isinstance(value, str) for value in stored.values())
+            and _DIGEST.fullmatch(stored["package"])
+        ):
+            logger.warning(
+                "ninetoothed-ascend: ignoring %s (describing the environment "
+                "again): not an object of %s",
+                path,
+                ", ".join(ENVIRONMENT_FIELDS),
+            )
+
+            return None
+
+        return stored
+
+    def store_environment(self, stamp, description):
+        """Store ``description`` under ``stamp``, for :meth:`load_environment` in later processes.
+
+        A file that cannot be written is skipped (logged): a later process
+        computes the description again.
+
+        :param stamp: ``str``, sha256 hex.
+        :param description: ``dict`` of :data:`ENVIRONMENT_FIELDS` to ``str``.
+        """
+
+        try:
+            make_directory(self._environments)
+            write_atomically(
+                self._environments / f"{stamp}.json",
+                json.dumps(description).encode("utf-8"),
+                durable=False,
+            )
+        except OSError as error:
+            logger.warning(
+                "ninetoothed-ascend: could not store the environment description in %s: %s",
+                self._environments,
+                error,
+            )
+
     def keys(self):
         """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not.
 
@@ -618,7 +695,9 @@ class Cache:
     def remove(self, keys=None):
         """Remove the entries of ``keys`` (all when ``None``) and the sources no remaining entry names.
 
-        Only this cache's own layout is touched, never other files in the directory.
+        Only this cache's own layout is touched, never other files in the
+        directory; removing all also removes the locks and the stored
+        environment descriptions.
 
         :return: ``(entries removed, sources removed)``.
         """
@@ -653,7 +732,10 @@ class Cache:
                 sources += 1
 
         if keys is None:
-            for path in _files(self._locks, "*.lock"):
+            for path in (
+                *_files(self._locks, "*.lock"),
+                *_files(self._environments, "*.json"),
+            ):
                 path.unlink(missing_ok=True)
 
         return removed, sources

@@ -298,8 +298,8 @@ def _load_or_build(
     store_errors=False,
     launches=None,
 ):
-    key = environment_key(digest)
     cache = cache if cache is not None else Cache()
+    key = environment_key(digest, cache)
 
     entry = cache.load(key, digest)
     built = False

@@ -13,8 +13,11 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import linecache
+import os
 import pathlib
 import platform
+import sys
 import types
 import uuid
 
@@ -58,36 +61,77 @@ def definition_digest(*parts):
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
-def environment_key(digest):
+def environment_key(digest, cache=None):
     """Return the cache key of a kernel whose :func:`definition_digest` is ``digest``, in this environment.
 
     :param digest: ``str``, from :func:`definition_digest`.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that may hold
+        :func:`environment`'s parts from an earlier process, or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
     # The NPU variant is generated for one target (SoC, triton-ascend
     # version), which the environment may configure; the other variants
     # depend on no more than environment() holds.
-    description = repr((environment(), Target.from_environment("npu"), digest))
+    description = repr((environment(cache), Target.from_environment("npu"), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
-@functools.cache
-def environment():
+#: :func:`environment`'s result in this process, once computed.
+_environment = None
+
+
+def environment(cache=None):
     """Describe the toolchain that generated code depends on.
 
+    Computed once per process. Its installed versions and the digest of
+    this package's sources took 2.5 ms of a 3.9 ms cache hit (add, the first
+    ``make`` of a process, bench/warm_make.py --clock cpu); with ``cache``,
+    they are read from what an earlier process stored there under
+    :func:`environment_stamp`, which changes with any file they are read
+    from.
+
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` to read and store
+        the installed versions and :func:`package_digest` in, or ``None`` to
+        compute them.
     :return: ``tuple`` of ``(name, version)`` pairs: Python, ninetoothed,
         the distribution that owns ``import triton`` (``triton`` or
         ``triton-ascend``) and its version, and a digest of this package's
         source files (which covers the pass pipeline).
     """
 
+    global _environment
+
+    if _environment is None:
+        _environment = _describe_environment(cache)
+
+    return _environment
+
+
+def _describe_environment(cache):
+    stamp = None
+    stored = None
+
+    if cache is not None:
+        stamp = environment_stamp()
+        stored = cache.load_environment(stamp)
+
+    if stored is None:
+        stored = {
+            "ninetoothed": importlib.metadata.version("ninetoothed"),
+            "triton": _triton_distribution(),
+            "package": package_digest(),
+        }
+
+        if cache is not None:
+            cache.store_environment(stamp, stored)
+
     return (
         ("python", platform.python_version()),
-        ("ninetoothed", importlib.metadata.version("ninetoothed")),
-        (_triton_distribution(), triton.__version__),
-        ("ninetoothed-ascend", package_digest()),
+        ("ninetoothed", stored["ninetoothed"]),
+        (stored["triton"], triton.__version__),
+        ("ninetoothed-ascend", stored["package"]),
     )
 
 
@@ -100,18 +144,94 @@ def _triton_distribution():
     return "triton-ascend"
 
 
-@functools.cache
-def package_digest():
-    """Return the sha256 of this package's Python sources, in path order."""
+def environment_stamp(root=None):
+    """Return a sha256 hex digest of what :func:`environment` reads from the disk, from file metadata alone.
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    It covers the files :func:`package_digest` hashes (each one's relative
+    path, inode, size, and modification and change times in nanoseconds: a
+    file's change time moves with every write, also when its modification
+    time is set back) and every ``sys.path`` entry's modification time
+    (installing or removing a distribution adds or removes its metadata
+    directory in one of them, which is where ``importlib.metadata`` finds
+    versions), with the Python version, the working directory (relative
+    entries) and ``root``.
+
+    :param root: ``pathlib.Path`` of the package directory; this package's
+        when ``None``.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    root = _PACKAGE_ROOT if root is None else root
+    entries = []
+
+    for entry in sys.path:
+        try:
+            entries.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            entries.append((entry, None))
+
+    files = tuple(
+        (parts, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        for parts, _, info in _source_files(root)
+    )
+    description = repr((sys.version, os.getcwd(), str(root), tuple(entries), files))
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def package_digest(root=None):
+    """Return the sha256 of this package's Python sources, in path order.
+
+    Each ``*.py`` file under the package directory, as ``pathlib``'s
+    ``rglob`` finds them (symbolic links to directories not followed) and
+    ``sorted`` orders them: its path relative to the directory, then its
+    bytes.
+
+    :param root: ``pathlib.Path`` of the package directory; this package's
+        when ``None``.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    root = _PACKAGE_ROOT if root is None else root
     digest = hashlib.sha256()
 
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    for parts, path, _ in _source_files(root):
+        digest.update("/".join(parts).encode())
+
+        with open(path, "rb") as file:
+            digest.update(file.read())
 
     return digest.hexdigest()
+
+
+def _source_files(root):
+    """``(relative parts, path, os.stat_result)`` of each ``*.py`` under ``root``, sorted as ``sorted(root.rglob("*.py"))`` sorts its paths.
+
+    ``os.scandir`` instead of ``rglob``, which took a third of
+    :func:`package_digest`'s time: it visits what ``rglob`` visits
+    (directories that are not symbolic links) and, like it, any entry whose
+    name ends with ``.py``.
+    """
+
+    found = []
+
+    def scan(directory, parts):
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    found.append(((*parts, entry.name), entry.path, entry.stat()))
+
+                if entry.is_dir() and not entry.is_symlink():
+                    scan(entry.path, (*parts, entry.name))
+
+    scan(root, ())
+    found.sort(key=lambda item: item[0])
+
+    return found
 
 
 class _Describer:
@@ -277,7 +397,7 @@ class _Describer:
         self._functions_in_progress.add(func)
 
         try:
-            source = inspect.getsource(func)
+            source = function_source(func)
         except (OSError, TypeError):
             source = _describe_code(func.__code__)
 
@@ -310,6 +430,48 @@ class _Describer:
             closure,
             referenced,
         )
+
+
+#: ``id`` of a code object -> ``(code object, its file's lines in
+#: ``linecache``, inspect.getsource's text)``; the code object is held, so
+#: that its ``id`` is not reused.
+_SOURCES = {}
+
+
+def function_source(func):
+    """Return ``inspect.getsource(func)``, read once per function body and version of its file.
+
+    ``inspect.getsource`` tokenizes the function's text: 1.7 ms of the 2.1 ms
+    of a second ``make`` of flash attention in one process (bench/warm_make.py
+    --clock cpu). Its text depends on the code object it finds (through
+    ``__wrapped__``) and on its file's lines in ``linecache``, which it
+    reloads when the file changed on disk (``linecache.checkcache``, as
+    ``inspect`` does): the text is read again when either differs, so it is
+    always what ``inspect.getsource`` would return, which is also what
+    NineToothed generates from.
+
+    :param func: a function.
+    :return: ``str``.
+    :raises OSError: as ``inspect.getsource``, when the source cannot be found.
+    :raises TypeError: as ``inspect.getsource``.
+    """
+
+    code = getattr(inspect.unwrap(func), "__code__", None)
+
+    if code is None:
+        return inspect.getsource(func)
+
+    linecache.checkcache(code.co_filename)
+    lines = linecache.cache.get(code.co_filename)
+    held = _SOURCES.get(id(code))
+
+    if held is not None and held[0] is code and held[1] is lines is not None:
+        return held[2]
+
+    source = inspect.getsource(func)
+    _SOURCES[id(code)] = (code, linecache.cache.get(code.co_filename), source)
+
+    return source
 
 
 def _describe_code(code):
