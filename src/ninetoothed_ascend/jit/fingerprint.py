@@ -110,18 +110,17 @@ def environment(cache=None):
 
 
 def _describe_environment(cache):
-    stamp = None
-    stored = None
-
-    if cache is not None:
-        stamp = environment_stamp()
-        stored = cache.load_environment(stamp)
+    # One walk of the package's sources serves the stamp and, on a miss,
+    # the digest.
+    files = _source_files(_PACKAGE_ROOT)
+    stamp = _stamp(_PACKAGE_ROOT, files) if cache is not None else None
+    stored = cache.load_environment(stamp) if cache is not None else None
 
     if stored is None:
         stored = {
             "ninetoothed": importlib.metadata.version("ninetoothed"),
             "triton": _triton_distribution(),
-            "package": package_digest(),
+            "package": _package_digest(files),
         }
 
         if cache is not None:
@@ -162,6 +161,11 @@ def environment_stamp(root=None):
     """
 
     root = _PACKAGE_ROOT if root is None else root
+
+    return _stamp(root, _source_files(root))
+
+
+def _stamp(root, files):
     entries = []
 
     for entry in sys.path:
@@ -170,11 +174,11 @@ def environment_stamp(root=None):
         except OSError:
             entries.append((entry, None))
 
-    files = tuple(
+    described = tuple(
         (parts, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        for parts, _, info in _source_files(root)
+        for parts, _, info in files
     )
-    description = repr((sys.version, os.getcwd(), str(root), tuple(entries), files))
+    description = repr((sys.version, os.getcwd(), str(root), tuple(entries), described))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
@@ -196,10 +200,13 @@ def package_digest(root=None):
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    root = _PACKAGE_ROOT if root is None else root
+    return _package_digest(_source_files(_PACKAGE_ROOT if root is None else root))
+
+
+def _package_digest(files):
     digest = hashlib.sha256()
 
-    for parts, path, _ in _source_files(root):
+    for parts, path, _ in files:
         digest.update("/".join(parts).encode())
 
         with open(path, "rb") as file:
