@@ -10,6 +10,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import linecache
 import os
 import pathlib
 import sys
@@ -192,24 +193,17 @@ def test_the_environment_stamp_changes_with_any_source(tmp_path):
     assert environment_stamp(tree) not in (stamp, rewritten)
 
 
-def test_a_stored_environment_is_read_back_only_when_well_formed(tmp_path):
+def test_memos_are_read_back_as_stored_and_removed_with_the_cache(tmp_path):
     cache = Cache(tmp_path / "cache")
     stamp = "0" * 64
-    description = {"ninetoothed": "0.26.0", "triton": "triton", "package": "1" * 64}
 
-    assert cache.load_environment(stamp) is None
-    cache.store_environment(stamp, description)
-    assert cache.load_environment(stamp) == description
+    assert cache.memo("function", stamp) is None
+    cache.remember("function", stamp, "def f():\n    pass\n")
+    assert cache.memo("function", stamp) == "def f():\n    pass\n"
+    assert cache.memo("environment", stamp) is None
 
-    path = tmp_path / "cache" / "environments" / f"{stamp}.json"
-
-    for damaged in ('{"ninetoothed": "0.26.0"}', "[]", "{", '{"package": 1}'):
-        path.write_text(damaged)
-        assert cache.load_environment(stamp) is None
-
-    cache.store_environment(stamp, description)
     cache.remove()
-    assert cache.load_environment(stamp) is None
+    assert cache.memo("function", stamp) is None
 
 
 def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
@@ -220,7 +214,7 @@ def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
         from ninetoothed_ascend.cache import Cache
         from ninetoothed_ascend.jit import fingerprint
         cache = Cache() if os.environ.get("TEST_ENVIRONMENT_CACHED") else None
-        stored = Cache().load_environment(fingerprint.environment_stamp())
+        stored = Cache().memo("environment", fingerprint.environment_stamp())
         print(json.dumps([stored is not None, fingerprint.environment(cache)]))
     """
     cache_dir = tmp_path / "cache"
@@ -250,3 +244,32 @@ def test_function_source_follows_its_file_as_inspect_does(tmp_path, monkeypatch)
 
     assert "x * 3  # edited" in function_source(module.application)
     assert function_source(module.application) == inspect.getsource(module.application)
+
+
+def test_function_source_from_the_cache_is_what_inspect_reads(tmp_path, monkeypatch):
+    """A function's text kept in the cache is used only while its file is unchanged; a rewrite that keeps size and modification time is seen."""
+
+    path = tmp_path / "cached_kernel.py"
+    path.write_text("def application(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("cached_kernel")
+    cache = Cache(tmp_path / "cache")
+
+    def read():
+        # A new process: nothing of the file in ``linecache``.
+        linecache.clearcache()
+
+        return function_source(module.application, cache)
+
+    assert read() == inspect.getsource(module.application)
+    assert len(list((tmp_path / "cache" / "memos" / "function").iterdir())) == 1
+    assert read() == "def application(x):\n    return x * 2\n"
+
+    info = path.stat()
+    time.sleep(0.01)
+    path.write_text("def application(x):\n    return x * 3\n")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+    assert read() == "def application(x):\n    return x * 3\n"
+    linecache.clearcache()
+    assert read() == inspect.getsource(module.application)

@@ -160,7 +160,7 @@ def clear(keys, cache_dir):
     """Remove cached kernels: those of KEYS (keys or unique prefixes), or all.
 
     Removes only the cache's own files (kernels/, sources/, and with no KEYS
-    locks/ and environments/), never other files in the directory. Sources
+    locks/ and memos/), never other files in the directory. Sources
     still named by a remaining entry stay.
     """
 

@@ -185,12 +185,14 @@ def _name(func):
 def _handle(definition, annotated_application, options, origin):
     properties = device_properties()
     counters_before = counters()
-    digest = definition_digest(definition, properties, counters_before)
+    cache = Cache()
+    digest = definition_digest(definition, properties, counters_before, cache=cache)
 
     return _load_or_build(
         digest,
         lambda: _generate(annotated_application, options, properties, counters_before),
         origin,
+        cache=cache,
     )
 
 

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import json
 import linecache
 import os
 import pathlib
@@ -46,17 +47,20 @@ def kernel_key(*parts):
     return environment_key(definition_digest(*parts))
 
 
-def definition_digest(*parts):
+def definition_digest(*parts, cache=None):
     """Return the sha256 hex digest of the kernel's definition alone, without :func:`environment`.
 
     A manifest (``ninetoothed-ascend record``) stores this digest, so that
     ``warm`` can compute the key of the same kernel in another environment.
 
     :param parts: as :func:`kernel_key`.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` in which the
+        functions' source texts are kept between processes
+        (:func:`function_source`), or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    description = repr(_Describer().describe(parts))
+    description = repr(_Describer(cache).describe(parts))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
@@ -114,7 +118,7 @@ def _describe_environment(cache):
     # the digest.
     files = _source_files(_PACKAGE_ROOT)
     stamp = _stamp(_PACKAGE_ROOT, files) if cache is not None else None
-    stored = cache.load_environment(stamp) if cache is not None else None
+    stored = _stored_environment(cache.memo("environment", stamp)) if stamp else None
 
     if stored is None:
         stored = {
@@ -124,7 +128,7 @@ def _describe_environment(cache):
         }
 
         if cache is not None:
-            cache.store_environment(stamp, stored)
+            cache.remember("environment", stamp, json.dumps(stored))
 
     return (
         ("python", platform.python_version()),
@@ -132,6 +136,23 @@ def _describe_environment(cache):
         (stored["triton"], triton.__version__),
         ("ninetoothed-ascend", stored["package"]),
     )
+
+
+def _stored_environment(text):
+    # What _describe_environment stored, or None where it is not that.
+    try:
+        stored = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+
+    if (
+        isinstance(stored, dict)
+        and set(stored) == {"ninetoothed", "triton", "package"}
+        and all(isinstance(value, str) for value in stored.values())
+    ):
+        return stored
+
+    return None
 
 
 def _triton_distribution():
@@ -244,7 +265,8 @@ def _source_files(root):
 class _Describer:
     """Turns objects into nested tuples of strings whose ``repr`` is stable across processes."""
 
-    def __init__(self):
+    def __init__(self, cache=None):
+        self._cache = cache
         self._functions_in_progress = set()
         self._objects_in_progress = set()
 
@@ -404,7 +426,7 @@ class _Describer:
         self._functions_in_progress.add(func)
 
         try:
-            source = function_source(func)
+            source = function_source(func, self._cache)
         except (OSError, TypeError):
             source = _describe_code(func.__code__)
 
@@ -445,19 +467,25 @@ class _Describer:
 _SOURCES = {}
 
 
-def function_source(func):
+def function_source(func, cache=None):
     """Return ``inspect.getsource(func)``, read once per function body and version of its file.
 
     ``inspect.getsource`` tokenizes the function's text: 1.7 ms of the 2.1 ms
-    of a second ``make`` of flash attention in one process (bench/warm_make.py
-    --clock cpu). Its text depends on the code object it finds (through
-    ``__wrapped__``) and on its file's lines in ``linecache``, which it
-    reloads when the file changed on disk (``linecache.checkcache``, as
-    ``inspect`` does): the text is read again when either differs, so it is
-    always what ``inspect.getsource`` would return, which is also what
-    NineToothed generates from.
+    of a second ``make`` of flash attention in one process, most of the
+    first ``make`` of a process that finds the kernel in the cache
+    (bench/warm_make.py --clock cpu). Its text depends on the code object it
+    finds (through ``__wrapped__``) and on its file's lines: those in
+    ``linecache``, which it reloads when the file changed on disk
+    (``linecache.checkcache``, as ``inspect`` does), else the file's
+    contents. Kept in this process while the code object and its file's
+    lines in ``linecache`` are the same, and with ``cache``, for a file not
+    in ``linecache``, in the cache under a stamp of the file's path, inode,
+    size, modification and change times (ns) and the function's first line:
+    so it is always what ``inspect.getsource`` would return, which is also
+    what NineToothed generates from.
 
     :param func: a function.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None``.
     :return: ``str``.
     :raises OSError: as ``inspect.getsource``, when the source cannot be found.
     :raises TypeError: as ``inspect.getsource``.
@@ -468,17 +496,58 @@ def function_source(func):
     if code is None:
         return inspect.getsource(func)
 
-    linecache.checkcache(code.co_filename)
-    lines = linecache.cache.get(code.co_filename)
+    filename = code.co_filename
+    linecache.checkcache(filename)
+    lines = linecache.cache.get(filename)
     held = _SOURCES.get(id(code))
 
     if held is not None and held[0] is code and held[1] is lines is not None:
         return held[2]
 
+    # Where ``inspect`` would read the file itself (not in ``linecache``,
+    # or only lazily), its text follows from the file's bytes.
+    stamp = (
+        _file_stamp(filename, code.co_firstlineno)
+        if cache is not None and (lines is None or len(lines) == 1)
+        else None
+    )
+    source = cache.memo("function", stamp) if stamp is not None else None
+
+    if source is not None:
+        return source
+
     source = inspect.getsource(func)
-    _SOURCES[id(code)] = (code, linecache.cache.get(code.co_filename), source)
+    _SOURCES[id(code)] = (code, linecache.cache.get(filename), source)
+
+    if stamp is not None:
+        cache.remember("function", stamp, source)
 
     return source
+
+
+def _file_stamp(filename, first_line):
+    # ``inspect.getsourcefile`` maps a bytecode file to its source; only a
+    # source file is read as it is named.
+    if not filename.endswith(".py"):
+        return None
+
+    try:
+        info = os.stat(filename)
+    except OSError:
+        return None
+
+    description = repr(
+        (
+            filename,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+            first_line,
+        )
+    )
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
 def _describe_code(code):
