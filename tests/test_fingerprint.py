@@ -23,6 +23,7 @@ from helpers import run_python
 from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.jit import fingerprint
 from ninetoothed_ascend.jit.fingerprint import (
+    Memos,
     definition_digest,
     environment_stamp,
     function_source,
@@ -213,9 +214,16 @@ def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
         import json, os
         from ninetoothed_ascend.cache import Cache
         from ninetoothed_ascend.jit import fingerprint
-        cache = Cache() if os.environ.get("TEST_ENVIRONMENT_CACHED") else None
+        memos = (
+            fingerprint.Memos(Cache())
+            if os.environ.get("TEST_ENVIRONMENT_CACHED")
+            else None
+        )
         stored = Cache().memo("environment", fingerprint.environment_stamp())
-        print(json.dumps([stored is not None, fingerprint.environment(cache)]))
+        environment = fingerprint.environment(memos)
+        if memos is not None:
+            memos.store()
+        print(json.dumps([stored is not None, environment]))
     """
     cache_dir = tmp_path / "cache"
     computed = run_python(code, cache_dir)
@@ -258,8 +266,11 @@ def test_function_source_from_the_cache_is_what_inspect_reads(tmp_path, monkeypa
     def read():
         # A new process: nothing of the file in ``linecache``.
         linecache.clearcache()
+        memos = Memos(cache)
+        source = function_source(module.application, memos)
+        memos.store()
 
-        return function_source(module.application, cache)
+        return source
 
     assert read() == inspect.getsource(module.application)
     assert len(list((tmp_path / "cache" / "memos" / "function").iterdir())) == 1
@@ -273,3 +284,22 @@ def test_function_source_from_the_cache_is_what_inspect_reads(tmp_path, monkeypa
     assert read() == "def application(x):\n    return x * 3\n"
     linecache.clearcache()
     assert read() == inspect.getsource(module.application)
+
+
+def test_memos_are_stored_only_by_a_make_that_finds_its_kernel(tmp_path):
+    """A make that generates writes no memo; the next process, which finds the kernel, does."""
+
+    example = pathlib.Path(__file__).parent.parent / "examples/elementwise/add.py"
+    code = f"""
+        import json, pathlib, runpy
+        from ninetoothed_ascend.cache import Cache
+        runpy.run_path({str(example)!r})
+        memos = Cache().directory / "memos"
+        print(json.dumps(sorted(p.parent.name for p in memos.rglob("*") if p.is_file())))
+    """
+    cache_dir = tmp_path / "cache"
+
+    assert run_python(code, cache_dir) == []
+    stored = run_python(code, cache_dir)
+    assert "environment" in stored and "function" in stored
+    assert run_python(code, cache_dir) == stored

@@ -15,7 +15,11 @@ import warnings
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
-from ninetoothed_ascend.jit.fingerprint import definition_digest, environment_key
+from ninetoothed_ascend.jit.fingerprint import (
+    Memos,
+    definition_digest,
+    environment_key,
+)
 from ninetoothed_ascend.jit.handle import (
     Handle,
     MixedDevicesError,
@@ -186,13 +190,15 @@ def _handle(definition, annotated_application, options, origin):
     properties = device_properties()
     counters_before = counters()
     cache = Cache()
-    digest = definition_digest(definition, properties, counters_before, cache=cache)
+    memos = Memos(cache)
+    digest = definition_digest(definition, properties, counters_before, memos=memos)
 
     return _load_or_build(
         digest,
         lambda: _generate(annotated_application, options, properties, counters_before),
         origin,
         cache=cache,
+        memos=memos,
     )
 
 
@@ -299,13 +305,17 @@ def _load_or_build(
     replay=True,
     store_errors=False,
     launches=None,
+    memos=None,
 ):
     cache = cache if cache is not None else Cache()
-    key = environment_key(digest, cache)
+    key = environment_key(digest, memos)
 
     entry = cache.load(key, digest)
     built = False
     stored = True
+
+    if entry is not None and memos is not None:
+        memos.store()
 
     if entry is None:
         with cache.lock(key):

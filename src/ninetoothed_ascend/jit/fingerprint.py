@@ -47,58 +47,90 @@ def kernel_key(*parts):
     return environment_key(definition_digest(*parts))
 
 
-def definition_digest(*parts, cache=None):
+def definition_digest(*parts, memos=None):
     """Return the sha256 hex digest of the kernel's definition alone, without :func:`environment`.
 
     A manifest (``ninetoothed-ascend record``) stores this digest, so that
     ``warm`` can compute the key of the same kernel in another environment.
 
     :param parts: as :func:`kernel_key`.
-    :param cache: :class:`~ninetoothed_ascend.cache.Cache` in which the
-        functions' source texts are kept between processes
-        (:func:`function_source`), or ``None``.
+    :param memos: :class:`Memos` that keeps the functions' source texts
+        between processes (:func:`function_source`), or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    description = repr(_Describer(cache).describe(parts))
+    description = repr(_Describer(memos).describe(parts))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
-def environment_key(digest, cache=None):
+def environment_key(digest, memos=None):
     """Return the cache key of a kernel whose :func:`definition_digest` is ``digest``, in this environment.
 
     :param digest: ``str``, from :func:`definition_digest`.
-    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that may hold
-        :func:`environment`'s parts from an earlier process, or ``None``.
+    :param memos: :class:`Memos` that may hold :func:`environment`'s parts
+        from an earlier process, or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
     # The NPU variant is generated for one target (SoC, triton-ascend
     # version), which the environment may configure; the other variants
     # depend on no more than environment() holds.
-    description = repr((environment(cache), Target.from_environment("npu"), digest))
+    description = repr((environment(memos), Target.from_environment("npu"), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+class Memos:
+    """What this module derives from files, read from a cache, and kept to be stored in it by :meth:`store`.
+
+    The caller stores them when the kernel was found in the cache: a
+    ``make`` that generates its kernel pays no writes for them (each is a
+    file, about 0.2 ms, measured with ``Cache.remember`` here), and the next
+    process, which finds it, stores them for those after it.
+
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
+    """
+
+    def __init__(self, cache):
+        self.cache = cache
+        self._kept = {}
+
+    def read(self, kind, stamp):
+        """Return the text stored for ``kind`` under ``stamp`` (``Cache.memo``), or ``None``."""
+
+        return self.cache.memo(kind, stamp)
+
+    def keep(self, kind, stamp, text):
+        """Keep ``text`` for ``kind`` under ``stamp`` until :meth:`store`."""
+
+        self._kept[(kind, stamp)] = text
+
+    def store(self):
+        """Store what was kept (``Cache.remember``; a file that cannot be written is skipped)."""
+
+        for (kind, stamp), text in self._kept.items():
+            self.cache.remember(kind, stamp, text)
+
+        self._kept.clear()
 
 
 #: :func:`environment`'s result in this process, once computed.
 _environment = None
 
 
-def environment(cache=None):
+def environment(memos=None):
     """Describe the toolchain that generated code depends on.
 
     Computed once per process. Its installed versions and the digest of
     this package's sources took 2.5 ms of a 3.9 ms cache hit (add, the first
-    ``make`` of a process, bench/warm_make.py --clock cpu); with ``cache``,
-    they are read from what an earlier process stored there under
+    ``make`` of a process, bench/warm_make.py --clock cpu); with ``memos``,
+    they are read from what an earlier process stored under
     :func:`environment_stamp`, which changes with any file they are read
     from.
 
-    :param cache: :class:`~ninetoothed_ascend.cache.Cache` to read and store
-        the installed versions and :func:`package_digest` in, or ``None`` to
-        compute them.
+    :param memos: :class:`Memos` to read and keep the installed versions and
+        :func:`package_digest` in, or ``None`` to compute them.
     :return: ``tuple`` of ``(name, version)`` pairs: Python, ninetoothed,
         the distribution that owns ``import triton`` (``triton`` or
         ``triton-ascend``) and its version, and a digest of this package's
@@ -108,17 +140,17 @@ def environment(cache=None):
     global _environment
 
     if _environment is None:
-        _environment = _describe_environment(cache)
+        _environment = _describe_environment(memos)
 
     return _environment
 
 
-def _describe_environment(cache):
+def _describe_environment(memos):
     # One walk of the package's sources serves the stamp and, on a miss,
     # the digest.
     files = _source_files(_PACKAGE_ROOT)
-    stamp = _stamp(_PACKAGE_ROOT, files) if cache is not None else None
-    stored = _stored_environment(cache.memo("environment", stamp)) if stamp else None
+    stamp = _stamp(_PACKAGE_ROOT, files) if memos is not None else None
+    stored = _stored_environment(memos.read("environment", stamp)) if stamp else None
 
     if stored is None:
         stored = {
@@ -127,8 +159,8 @@ def _describe_environment(cache):
             "package": _package_digest(files),
         }
 
-        if cache is not None:
-            cache.remember("environment", stamp, json.dumps(stored))
+        if memos is not None:
+            memos.keep("environment", stamp, json.dumps(stored))
 
     return (
         ("python", platform.python_version()),
@@ -265,8 +297,8 @@ def _source_files(root):
 class _Describer:
     """Turns objects into nested tuples of strings whose ``repr`` is stable across processes."""
 
-    def __init__(self, cache=None):
-        self._cache = cache
+    def __init__(self, memos=None):
+        self._memos = memos
         self._functions_in_progress = set()
         self._objects_in_progress = set()
 
@@ -426,7 +458,7 @@ class _Describer:
         self._functions_in_progress.add(func)
 
         try:
-            source = function_source(func, self._cache)
+            source = function_source(func, self._memos)
         except (OSError, TypeError):
             source = _describe_code(func.__code__)
 
@@ -467,7 +499,7 @@ class _Describer:
 _SOURCES = {}
 
 
-def function_source(func, cache=None):
+def function_source(func, memos=None):
     """Return ``inspect.getsource(func)``, read once per function body and version of its file.
 
     ``inspect.getsource`` tokenizes the function's text: 1.7 ms of the 2.1 ms
@@ -478,14 +510,14 @@ def function_source(func, cache=None):
     ``linecache``, which it reloads when the file changed on disk
     (``linecache.checkcache``, as ``inspect`` does), else the file's
     contents. Kept in this process while the code object and its file's
-    lines in ``linecache`` are the same, and with ``cache``, for a file not
-    in ``linecache``, in the cache under a stamp of the file's path, inode,
+    lines in ``linecache`` are the same, and with ``memos``, for a file not
+    in ``linecache``, between processes under a stamp of the file's path, inode,
     size, modification and change times (ns) and the function's first line:
     so it is always what ``inspect.getsource`` would return, which is also
     what NineToothed generates from.
 
     :param func: a function.
-    :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None``.
+    :param memos: :class:`Memos` or ``None``.
     :return: ``str``.
     :raises OSError: as ``inspect.getsource``, when the source cannot be found.
     :raises TypeError: as ``inspect.getsource``.
@@ -505,29 +537,50 @@ def function_source(func, cache=None):
         return held[2]
 
     # Where ``inspect`` would read the file itself (not in ``linecache``,
-    # or only lazily), its text follows from the file's bytes.
-    stamp = (
-        _file_stamp(filename, code.co_firstlineno)
-        if cache is not None and (lines is None or len(lines) == 1)
-        else None
-    )
-    source = cache.memo("function", stamp) if stamp is not None else None
+    # or only lazily), or reads lines this function loaded from the file in
+    # the state it still has, its text follows from the file's bytes.
+    state = _file_state(filename) if memos is not None else None
+    stamp = None
 
-    if source is not None:
-        return source
+    loaded_here = _LOADED.get(filename)
+
+    if state is not None and (
+        lines is None
+        or len(lines) == 1
+        or loaded_here is not None
+        and loaded_here[0] is lines
+        and loaded_here[1] == state
+    ):
+        stamp = hashlib.sha256(
+            repr((filename, state, code.co_firstlineno)).encode("utf-8")
+        ).hexdigest()
+        source = memos.read("function", stamp)
+
+        if source is not None:
+            return source
 
     source = inspect.getsource(func)
-    _SOURCES[id(code)] = (code, linecache.cache.get(filename), source)
+    loaded = linecache.cache.get(filename)
+    _SOURCES[id(code)] = (code, loaded, source)
 
     if stamp is not None:
-        cache.remember("function", stamp, source)
+        memos.keep("function", stamp, source)
+
+        if loaded is not lines:
+            _LOADED[filename] = (loaded, state)
 
     return source
 
 
-def _file_stamp(filename, first_line):
+#: File name -> ``(its lines in linecache, its _file_state)`` when
+#: :func:`function_source` had ``inspect`` load them, in that state.
+_LOADED = {}
+
+
+def _file_state(filename):
     # ``inspect.getsourcefile`` maps a bytecode file to its source; only a
-    # source file is read as it is named.
+    # source file is read as it is named. The change time moves with every
+    # write, also when the modification time is set back.
     if not filename.endswith(".py"):
         return None
 
@@ -536,18 +589,7 @@ def _file_stamp(filename, first_line):
     except OSError:
         return None
 
-    description = repr(
-        (
-            filename,
-            info.st_ino,
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ctime_ns,
-            first_line,
-        )
-    )
-
-    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _describe_code(code):
