@@ -231,7 +231,12 @@ def _stamp(root, files):
         (parts, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         for parts, _, info in files
     )
-    description = repr((sys.version, os.getcwd(), str(root), tuple(entries), described))
+    try:
+        directory = os.getcwd()
+    except OSError:  # removed under the process: relative entries find nothing
+        directory = None
+
+    description = repr((sys.version, directory, str(root), tuple(entries), described))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
