@@ -7,11 +7,28 @@ into different code and asserts different keys.
 """
 
 import functools
+import hashlib
+import importlib
+import inspect
+import linecache
+import os
+import pathlib
 import sys
 import textwrap
+import time
 import types
 
-from ninetoothed_ascend.jit.fingerprint import definition_digest
+from helpers import run_python
+
+from ninetoothed_ascend.cache import Cache
+from ninetoothed_ascend.jit import fingerprint
+from ninetoothed_ascend.jit.fingerprint import (
+    Memos,
+    definition_digest,
+    environment_stamp,
+    function_source,
+    package_digest,
+)
 
 
 def _module(name, source):
@@ -114,3 +131,175 @@ def test_installed_packages_are_still_described_by_name():
 
     assert definition_digest(namespace["application"])
     assert "ninetoothed.language" in sys.modules
+
+
+def _reference_package_digest(root):
+    # The key's formula before the digest was read with ``os.scandir``:
+    # keys stay those of earlier caches.
+    digest = hashlib.sha256()
+
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+
+    return digest.hexdigest()
+
+
+def _source_tree(root):
+    # Names that sort differently as paths than as strings ("a/..." after
+    # "a.py" as text, before it as a path), a hidden file, and a symbolic
+    # link to a directory, which ``rglob`` does not follow.
+    for name, text in {
+        "a.py": "A = 1\n",
+        "a/b.py": "B = 2\n",
+        "a/.hidden.py": "H = 3\n",
+        "z/c.py": "C = 4\n",
+        "notes.txt": "not a source\n",
+    }.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    (root / "linked").symlink_to(root / "z", target_is_directory=True)
+
+    return root
+
+
+def test_package_digest_is_the_sha256_of_the_sorted_sources(tmp_path):
+    tree = _source_tree(tmp_path / "package")
+
+    assert package_digest(tree) == _reference_package_digest(tree)
+    assert package_digest() == _reference_package_digest(
+        pathlib.Path(fingerprint.__file__).resolve().parent.parent
+    )
+
+
+def test_the_environment_stamp_changes_with_any_source(tmp_path):
+    """A source rewritten with its size and modification time kept, or a new source, gives another stamp."""
+
+    tree = _source_tree(tmp_path / "package")
+    stamp = environment_stamp(tree)
+    assert environment_stamp(tree) == stamp
+
+    path = tree / "a" / "b.py"
+    info = path.stat()
+    time.sleep(0.01)
+    path.write_text("B = 5\n")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+    rewritten = environment_stamp(tree)
+    assert rewritten != stamp
+
+    (tree / "z" / "d.py").write_text("")
+    assert environment_stamp(tree) not in (stamp, rewritten)
+
+
+def test_memos_are_read_back_as_stored_and_removed_with_the_cache(tmp_path):
+    cache = Cache(tmp_path / "cache")
+    stamp = "0" * 64
+
+    assert cache.memo("function", stamp) is None
+    cache.remember("function", stamp, "def f():\n    pass\n")
+    assert cache.memo("function", stamp) == "def f():\n    pass\n"
+    assert cache.memo("environment", stamp) is None
+
+    cache.remove()
+    assert cache.memo("function", stamp) is None
+
+
+def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
+    """The key of a kernel is the same whether its environment is computed or read from the cache."""
+
+    code = """
+        import json, os
+        from ninetoothed_ascend.cache import Cache
+        from ninetoothed_ascend.jit import fingerprint
+        memos = (
+            fingerprint.Memos(Cache())
+            if os.environ.get("TEST_ENVIRONMENT_CACHED")
+            else None
+        )
+        stored = Cache().memo("environment", fingerprint.environment_stamp())
+        environment = fingerprint.environment(memos)
+        if memos is not None:
+            memos.store()
+        print(json.dumps([stored is not None, environment]))
+    """
+    cache_dir = tmp_path / "cache"
+    computed = run_python(code, cache_dir)
+
+    assert computed[0] is False
+    assert run_python(code, cache_dir, TEST_ENVIRONMENT_CACHED="1") == computed
+    assert run_python(code, cache_dir, TEST_ENVIRONMENT_CACHED="1") == [
+        True,
+        computed[1],
+    ]
+
+
+def test_function_source_follows_its_file_as_inspect_does(tmp_path, monkeypatch):
+    """A function's text is read again when its file changes on disk, as ``inspect.getsource`` (and NineToothed) would."""
+
+    path = tmp_path / "edited_kernel.py"
+    path.write_text("def application(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_kernel")
+
+    assert function_source(module.application) == inspect.getsource(module.application)
+    assert "x * 2" in function_source(module.application)
+
+    time.sleep(0.01)
+    path.write_text("def application(x):\n    return x * 3  # edited\n")
+
+    assert "x * 3  # edited" in function_source(module.application)
+    assert function_source(module.application) == inspect.getsource(module.application)
+
+
+def test_function_source_from_the_cache_is_what_inspect_reads(tmp_path, monkeypatch):
+    """A function's text kept in the cache is used only while its file is unchanged; a rewrite that keeps size and modification time is seen."""
+
+    path = tmp_path / "cached_kernel.py"
+    path.write_text("def application(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("cached_kernel")
+    cache = Cache(tmp_path / "cache")
+
+    def read():
+        # A new process: nothing of the file in ``linecache``.
+        linecache.clearcache()
+        memos = Memos(cache)
+        source = function_source(module.application, memos)
+        memos.store()
+
+        return source
+
+    assert read() == inspect.getsource(module.application)
+    assert len(list((tmp_path / "cache" / "memos" / "function").iterdir())) == 1
+    assert read() == "def application(x):\n    return x * 2\n"
+
+    info = path.stat()
+    time.sleep(0.01)
+    path.write_text("def application(x):\n    return x * 3\n")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+    assert read() == "def application(x):\n    return x * 3\n"
+    linecache.clearcache()
+    assert read() == inspect.getsource(module.application)
+
+
+def test_memos_are_stored_only_by_a_make_that_finds_its_kernel(tmp_path):
+    """A make that generates writes no memo; the next process, which finds the kernel, does."""
+
+    example = pathlib.Path(__file__).parent.parent / "examples/elementwise/add.py"
+    code = f"""
+        import json, pathlib, runpy
+        from ninetoothed_ascend.cache import Cache
+        runpy.run_path({str(example)!r})
+        memos = Cache().directory / "memos"
+        print(json.dumps(sorted(p.parent.name for p in memos.rglob("*") if p.is_file())))
+    """
+    cache_dir = tmp_path / "cache"
+
+    assert run_python(code, cache_dir) == []
+    stored = run_python(code, cache_dir)
+    assert "environment" in stored and "function" in stored
+    assert run_python(code, cache_dir) == stored

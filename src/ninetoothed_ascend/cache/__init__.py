@@ -5,6 +5,9 @@ Layout of a cache directory::
     sources/<sha256 of the text>.py   one file per generated variant
     kernels/<kernel key>.json         which source each variant of a kernel is
     locks/<kernel key>.lock           held while one process generates a kernel
+    memos/<kind>/<stamp>              what ``jit.fingerprint`` derives from
+                                      files (:data:`MEMO_KINDS`), by a stamp
+                                      of their metadata
 
 A source file is trusted only if the sha256 of its bytes equals its name; an
 entry whose JSON does not parse, or whose sources are missing or do not match,
@@ -49,6 +52,12 @@ FORMAT = 3
 VARIANT_NAMES = ("cuda", "npu", "cpu")
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+
+#: What :meth:`Cache.remember` stores, each by a stamp (sha256 hex) of the
+#: file metadata it was read from (``jit.fingerprint``): ``environment``, the
+#: installed versions and the package digest (JSON); ``function``, a
+#: function's ``inspect.getsource`` text.
+MEMO_KINDS = ("environment", "function")
 
 #: The variables that name the cache directory, in order of precedence
 #: (:func:`default_directory`).
@@ -437,6 +446,7 @@ class Cache:
         self._sources = self.directory / "sources"
         self._kernels = self.directory / "kernels"
         self._locks = self.directory / "locks"
+        self._memos = self.directory / "memos"
 
     def lock(self, key):
         """Return a ``filelock.FileLock`` that serializes generation of ``key`` across processes."""
@@ -578,6 +588,58 @@ class Cache:
             durable=False,
         )
 
+    def memo(self, kind, stamp):
+        """Return the text :meth:`remember` stored for ``kind`` under ``stamp``, or ``None``.
+
+        ``None`` also when the file is missing, untrusted or not UTF-8 (the
+        caller computes the text again then; the reason is logged).
+
+        :param kind: ``str``, one of :data:`MEMO_KINDS`.
+        :param stamp: ``str``, sha256 hex of what the text is derived from.
+        :return: ``str`` or ``None``.
+        """
+
+        path = self._memo_path(kind, stamp)
+
+        try:
+            self._check_trusted(path.parent)  # and ``memos/`` above it
+            self._check_trusted(path)
+
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            logger.warning(
+                "ninetoothed-ascend: ignoring %s (computing it again): %s", path, error
+            )
+
+            return None
+
+    def remember(self, kind, stamp, text):
+        """Store ``text`` for ``kind`` under ``stamp``, for :meth:`memo` in later processes.
+
+        A file that cannot be written is skipped (logged): a later process
+        computes the text again.
+
+        :param kind: ``str``, one of :data:`MEMO_KINDS`.
+        :param stamp: ``str``, sha256 hex.
+        :param text: ``str``.
+        """
+
+        path = self._memo_path(kind, stamp)
+
+        try:
+            make_directory(path.parent)
+            write_atomically(path, text.encode("utf-8"), durable=False)
+        except OSError as error:
+            logger.warning("ninetoothed-ascend: could not store %s: %s", path, error)
+
+    def _memo_path(self, kind, stamp):
+        if kind not in MEMO_KINDS or not _DIGEST.fullmatch(stamp):
+            raise ValueError(f"no memo {kind!r} {stamp!r}")
+
+        return self._memos / kind / stamp
+
     def keys(self):
         """Return the keys of the stored entries (``list`` of ``str``, sorted), valid or not.
 
@@ -618,7 +680,8 @@ class Cache:
     def remove(self, keys=None):
         """Remove the entries of ``keys`` (all when ``None``) and the sources no remaining entry names.
 
-        Only this cache's own layout is touched, never other files in the directory.
+        Only this cache's own layout is touched, never other files in the
+        directory; removing all also removes the locks and the memos.
 
         :return: ``(entries removed, sources removed)``.
         """
@@ -653,7 +716,14 @@ class Cache:
                 sources += 1
 
         if keys is None:
-            for path in _files(self._locks, "*.lock"):
+            for path in (
+                *_files(self._locks, "*.lock"),
+                *(
+                    path
+                    for kind in MEMO_KINDS
+                    for path in _files(self._memos / kind, "*")
+                ),
+            ):
                 path.unlink(missing_ok=True)
 
         return removed, sources

@@ -159,8 +159,9 @@ def info(key, cache_dir):
 def clear(keys, cache_dir):
     """Remove cached kernels: those of KEYS (keys or unique prefixes), or all.
 
-    Removes only the cache's own files (kernels/, sources/, locks/), never
-    other files in the directory. Sources still named by a remaining entry stay.
+    Removes only the cache's own files (kernels/, sources/, and with no KEYS
+    locks/ and memos/), never other files in the directory. Sources
+    still named by a remaining entry stay.
     """
 
     cache = _cache(cache_dir, create=False)

@@ -14,7 +14,11 @@ import warnings
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
-from ninetoothed_ascend.jit.fingerprint import definition_digest, environment_key
+from ninetoothed_ascend.jit.fingerprint import (
+    Memos,
+    definition_digest,
+    environment_key,
+)
 from ninetoothed_ascend.jit.ninetoothed_adapter import (
     PLAIN_JIT,
     PLAIN_MAKE,
@@ -185,12 +189,16 @@ def _name(func):
 def _handle(definition, annotated_application, options, origin):
     properties = device_properties()
     counters_before = counters()
-    digest = definition_digest(definition, properties, counters_before)
+    cache = Cache()
+    memos = Memos(cache)
+    digest = definition_digest(definition, properties, counters_before, memos=memos)
 
     return _load_or_build(
         digest,
         lambda: _generate(annotated_application, options, properties, counters_before),
         origin,
+        cache=cache,
+        memos=memos,
     )
 
 
@@ -297,13 +305,17 @@ def _load_or_build(
     replay=True,
     store_errors=False,
     launches=None,
+    memos=None,
 ):
-    key = environment_key(digest)
     cache = cache if cache is not None else Cache()
+    key = environment_key(digest, memos)
 
     entry = cache.load(key, digest)
     built = False
     stored = True
+
+    if entry is not None and memos is not None:
+        memos.store()
 
     if entry is None:
         with cache.lock(key):

@@ -13,8 +13,12 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import json
+import linecache
+import os
 import pathlib
 import platform
+import sys
 import types
 import uuid
 
@@ -43,52 +47,144 @@ def kernel_key(*parts):
     return environment_key(definition_digest(*parts))
 
 
-def definition_digest(*parts):
+def definition_digest(*parts, memos=None):
     """Return the sha256 hex digest of the kernel's definition alone, without :func:`environment`.
 
     A manifest (``ninetoothed-ascend record``) stores this digest, so that
     ``warm`` can compute the key of the same kernel in another environment.
 
     :param parts: as :func:`kernel_key`.
+    :param memos: :class:`Memos` that keeps the functions' source texts
+        between processes (:func:`function_source`), or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
-    description = repr(_Describer().describe(parts))
+    description = repr(_Describer(memos).describe(parts))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
-def environment_key(digest):
+def environment_key(digest, memos=None):
     """Return the cache key of a kernel whose :func:`definition_digest` is ``digest``, in this environment.
 
     :param digest: ``str``, from :func:`definition_digest`.
+    :param memos: :class:`Memos` that may hold :func:`environment`'s parts
+        from an earlier process, or ``None``.
     :return: ``str``, 64 hexadecimal digits.
     """
 
     # The NPU variant is generated for one target (SoC, triton-ascend
     # version), which the environment may configure; the other variants
     # depend on no more than environment() holds.
-    description = repr((environment(), Target.from_environment("npu"), digest))
+    description = repr((environment(memos), Target.from_environment("npu"), digest))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
-@functools.cache
-def environment():
+class Memos:
+    """What this module derives from files, read from a cache, and kept to be stored in it by :meth:`store`.
+
+    The caller stores them when the kernel was found in the cache: a
+    ``make`` that generates its kernel pays no writes for them (each is a
+    file, about 0.2 ms, measured with ``Cache.remember`` here), and the next
+    process, which finds it, stores them for those after it.
+
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
+    """
+
+    def __init__(self, cache):
+        self.cache = cache
+        self._kept = {}
+
+    def read(self, kind, stamp):
+        """Return the text stored for ``kind`` under ``stamp`` (``Cache.memo``), or ``None``."""
+
+        return self.cache.memo(kind, stamp)
+
+    def keep(self, kind, stamp, text):
+        """Keep ``text`` for ``kind`` under ``stamp`` until :meth:`store`."""
+
+        self._kept[(kind, stamp)] = text
+
+    def store(self):
+        """Store what was kept (``Cache.remember``; a file that cannot be written is skipped)."""
+
+        for (kind, stamp), text in self._kept.items():
+            self.cache.remember(kind, stamp, text)
+
+        self._kept.clear()
+
+
+#: :func:`environment`'s result in this process, once computed.
+_environment = None
+
+
+def environment(memos=None):
     """Describe the toolchain that generated code depends on.
 
+    Computed once per process. Its installed versions and the digest of
+    this package's sources took 2.5 ms of a 3.9 ms cache hit (add, the first
+    ``make`` of a process, bench/warm_make.py --clock cpu); with ``memos``,
+    they are read from what an earlier process stored under
+    :func:`environment_stamp`, which changes with any file they are read
+    from.
+
+    :param memos: :class:`Memos` to read and keep the installed versions and
+        :func:`package_digest` in, or ``None`` to compute them.
     :return: ``tuple`` of ``(name, version)`` pairs: Python, ninetoothed,
         the distribution that owns ``import triton`` (``triton`` or
         ``triton-ascend``) and its version, and a digest of this package's
         source files (which covers the pass pipeline).
     """
 
+    global _environment
+
+    if _environment is None:
+        _environment = _describe_environment(memos)
+
+    return _environment
+
+
+def _describe_environment(memos):
+    # One walk of the package's sources serves the stamp and, on a miss,
+    # the digest.
+    files = _source_files(_PACKAGE_ROOT)
+    stamp = _stamp(_PACKAGE_ROOT, files) if memos is not None else None
+    stored = _stored_environment(memos.read("environment", stamp)) if stamp else None
+
+    if stored is None:
+        stored = {
+            "ninetoothed": importlib.metadata.version("ninetoothed"),
+            "triton": _triton_distribution(),
+            "package": _package_digest(files),
+        }
+
+        if memos is not None:
+            memos.keep("environment", stamp, json.dumps(stored))
+
     return (
         ("python", platform.python_version()),
-        ("ninetoothed", importlib.metadata.version("ninetoothed")),
-        (_triton_distribution(), triton.__version__),
-        ("ninetoothed-ascend", package_digest()),
+        ("ninetoothed", stored["ninetoothed"]),
+        (stored["triton"], triton.__version__),
+        ("ninetoothed-ascend", stored["package"]),
     )
+
+
+def _stored_environment(text):
+    # What _describe_environment stored, or None where it is not that.
+    try:
+        stored = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+
+    if (
+        isinstance(stored, dict)
+        and set(stored) == {"ninetoothed", "triton", "package"}
+        and all(isinstance(value, str) for value in stored.values())
+    ):
+        return stored
+
+    return None
 
 
 def _triton_distribution():
@@ -100,24 +196,114 @@ def _triton_distribution():
     return "triton-ascend"
 
 
-@functools.cache
-def package_digest():
-    """Return the sha256 of this package's Python sources, in path order."""
+def environment_stamp(root=None):
+    """Return a sha256 hex digest of what :func:`environment` reads from the disk, from file metadata alone.
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    It covers the files :func:`package_digest` hashes (each one's relative
+    path, inode, size, and modification and change times in nanoseconds: a
+    file's change time moves with every write, also when its modification
+    time is set back) and every ``sys.path`` entry's modification time
+    (installing or removing a distribution adds or removes its metadata
+    directory in one of them, which is where ``importlib.metadata`` finds
+    versions), with the Python version, the working directory (relative
+    entries) and ``root``.
+
+    :param root: ``pathlib.Path`` of the package directory; this package's
+        when ``None``.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    root = _PACKAGE_ROOT if root is None else root
+
+    return _stamp(root, _source_files(root))
+
+
+def _stamp(root, files):
+    entries = []
+
+    for entry in sys.path:
+        try:
+            entries.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            entries.append((entry, None))
+
+    described = tuple(
+        (parts, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        for parts, _, info in files
+    )
+    try:
+        directory = os.getcwd()
+    except OSError:  # removed under the process: relative entries find nothing
+        directory = None
+
+    description = repr((sys.version, directory, str(root), tuple(entries), described))
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def package_digest(root=None):
+    """Return the sha256 of this package's Python sources, in path order.
+
+    Each ``*.py`` file under the package directory, as ``pathlib``'s
+    ``rglob`` finds them (symbolic links to directories not followed) and
+    ``sorted`` orders them: its path relative to the directory, then its
+    bytes.
+
+    :param root: ``pathlib.Path`` of the package directory; this package's
+        when ``None``.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    return _package_digest(_source_files(_PACKAGE_ROOT if root is None else root))
+
+
+def _package_digest(files):
     digest = hashlib.sha256()
 
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    for parts, path, _ in files:
+        digest.update("/".join(parts).encode())
+
+        with open(path, "rb") as file:
+            digest.update(file.read())
 
     return digest.hexdigest()
+
+
+def _source_files(root):
+    """``(relative parts, path, os.stat_result)`` of each ``*.py`` under ``root``, sorted as ``sorted(root.rglob("*.py"))`` sorts its paths.
+
+    ``os.scandir`` instead of ``rglob``, which took a third of
+    :func:`package_digest`'s time: it visits what ``rglob`` visits
+    (directories that are not symbolic links) and, like it, any entry whose
+    name ends with ``.py``.
+    """
+
+    found = []
+
+    def scan(directory, parts):
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    found.append(((*parts, entry.name), entry.path, entry.stat()))
+
+                if entry.is_dir() and not entry.is_symlink():
+                    scan(entry.path, (*parts, entry.name))
+
+    scan(root, ())
+    found.sort(key=lambda item: item[0])
+
+    return found
 
 
 class _Describer:
     """Turns objects into nested tuples of strings whose ``repr`` is stable across processes."""
 
-    def __init__(self):
+    def __init__(self, memos=None):
+        self._memos = memos
         self._functions_in_progress = set()
         self._objects_in_progress = set()
 
@@ -277,7 +463,7 @@ class _Describer:
         self._functions_in_progress.add(func)
 
         try:
-            source = inspect.getsource(func)
+            source = function_source(func, self._memos)
         except (OSError, TypeError):
             source = _describe_code(func.__code__)
 
@@ -310,6 +496,105 @@ class _Describer:
             closure,
             referenced,
         )
+
+
+#: ``id`` of a code object -> ``(code object, its file's lines in
+#: ``linecache``, inspect.getsource's text)``; the code object is held, so
+#: that its ``id`` is not reused.
+_SOURCES = {}
+
+
+def function_source(func, memos=None):
+    """Return ``inspect.getsource(func)``, read once per function body and version of its file.
+
+    ``inspect.getsource`` tokenizes the function's text: 1.7 ms of the 2.1 ms
+    of a second ``make`` of flash attention in one process, most of the
+    first ``make`` of a process that finds the kernel in the cache
+    (bench/warm_make.py --clock cpu). Its text depends on the code object it
+    finds (through ``__wrapped__``) and on its file's lines: those in
+    ``linecache``, which it reloads when the file changed on disk
+    (``linecache.checkcache``, as ``inspect`` does), else the file's
+    contents. Kept in this process while the code object and its file's
+    lines in ``linecache`` are the same, and with ``memos``, for a file not
+    in ``linecache``, between processes under a stamp of the file's path, inode,
+    size, modification and change times (ns) and the function's first line:
+    so it is always what ``inspect.getsource`` would return, which is also
+    what NineToothed generates from.
+
+    :param func: a function.
+    :param memos: :class:`Memos` or ``None``.
+    :return: ``str``.
+    :raises OSError: as ``inspect.getsource``, when the source cannot be found.
+    :raises TypeError: as ``inspect.getsource``.
+    """
+
+    code = getattr(inspect.unwrap(func), "__code__", None)
+
+    if code is None:
+        return inspect.getsource(func)
+
+    filename = code.co_filename
+    linecache.checkcache(filename)
+    lines = linecache.cache.get(filename)
+    held = _SOURCES.get(id(code))
+
+    if held is not None and held[0] is code and held[1] is lines is not None:
+        return held[2]
+
+    # Where ``inspect`` would read the file itself (not in ``linecache``,
+    # or only lazily), or reads lines this function loaded from the file in
+    # the state it still has, its text follows from the file's bytes.
+    state = _file_state(filename) if memos is not None else None
+    stamp = None
+
+    loaded_here = _LOADED.get(filename)
+
+    if state is not None and (
+        lines is None
+        or len(lines) == 1
+        or loaded_here is not None
+        and loaded_here[0] is lines
+        and loaded_here[1] == state
+    ):
+        stamp = hashlib.sha256(
+            repr((filename, state, code.co_firstlineno)).encode("utf-8")
+        ).hexdigest()
+        source = memos.read("function", stamp)
+
+        if source is not None:
+            return source
+
+    source = inspect.getsource(func)
+    loaded = linecache.cache.get(filename)
+    _SOURCES[id(code)] = (code, loaded, source)
+
+    if stamp is not None:
+        memos.keep("function", stamp, source)
+
+        if loaded is not lines:
+            _LOADED[filename] = (loaded, state)
+
+    return source
+
+
+#: File name -> ``(its lines in linecache, its _file_state)`` when
+#: :func:`function_source` had ``inspect`` load them, in that state.
+_LOADED = {}
+
+
+def _file_state(filename):
+    # ``inspect.getsourcefile`` maps a bytecode file to its source; only a
+    # source file is read as it is named. The change time moves with every
+    # write, also when the modification time is set back.
+    if not filename.endswith(".py"):
+        return None
+
+    try:
+        info = os.stat(filename)
+    except OSError:
+        return None
+
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _describe_code(code):
