@@ -1,6 +1,7 @@
 """The UB model, FitUnifiedBuffer, SplitSubBlocks and PersistentGrid on small modules (level 1)."""
 
 import ast
+import itertools
 import textwrap
 
 import pytest
@@ -13,10 +14,12 @@ from ninetoothed_ascend.ascendify import (
     RewriteError,
     SplitSubBlocks,
 )
+from ninetoothed_ascend.compiler.npu.ub import configs as ub_configs
 from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs, launch_configs
-from ninetoothed_ascend.compiler.npu.ub.model import UnknownSize, footprint
-from ninetoothed_ascend.compiler.passes import import_aliases, resolve
-from ninetoothed_ascend.compiler.target import Soc, soc
+from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize, footprint
+from ninetoothed_ascend.compiler.passes import import_aliases, resolve, run_pipeline
+from ninetoothed_ascend.compiler.pipelines import NPU
+from ninetoothed_ascend.compiler.target import Soc, Target, soc
 from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 
 
@@ -671,3 +674,67 @@ def test_persistent_grid_gives_each_task_its_own_copy_of_reassigned_parameters()
     assert "x = seq_len + 1" in source
     assert "seq_len_in_task = tl.load(offsets + pid + 1)" in source
     assert "tl.store(offsets, seq_len_in_task + x)" in source
+
+
+@pytest.mark.parametrize(
+    "name", ["matmul", "bmm", "flash_attention", "conv2d", "paged_attention"]
+)
+def test_fit_unified_buffer_chooses_what_measuring_every_combination_chooses(
+    name, monkeypatch
+):
+    # FitUnifiedBuffer skips combinations that dominate one that overflowed
+    # (all block sizes at least 2); the NPU variant must be what measuring
+    # every combination gives.
+    source = shared_example(name).kernel.source("cuda")
+    target = Target.from_environment("npu")
+    pruned = run_pipeline(source, NPU, target).source
+
+    def every_combination(names, values, measure, budget):
+        combinations = itertools.product(*(values[name] for name in names))
+        measured = ((measure(dict(zip(names, sizes))), sizes) for sizes in combinations)
+
+        return [
+            (bytes_, dict(zip(names, sizes)))
+            for bytes_, sizes in measured
+            if bytes_ <= budget
+        ]
+
+    monkeypatch.setattr(ub_configs, "_fitting", every_combination)
+
+    assert run_pipeline(source, NPU, target).source == pruned
+
+
+@pytest.mark.parametrize("name", ["flash_attention", "conv2d", "matmul"])
+def test_one_kernel_model_gives_what_a_fresh_model_gives_for_each_set_of_values(
+    name,
+):
+    # KernelModel keeps what does not depend on the values between
+    # footprints; nothing that does may leak from one set to the next.
+    tree = ast.parse(shared_example(name).kernel.source("cuda"))
+    aliases = import_aliases(tree)
+    ((kernel, configs),) = kernel_configs(tree)
+    sizes = [
+        {**config, **dict.fromkeys(_launch_sized(kernel, aliases, config), value)}
+        for config in configs[:3]
+        for value in (16, 64)
+    ]
+    model = KernelModel(kernel, aliases)
+
+    for contiguous in (True, False, True):
+        for constexprs in sizes:
+            assert model.footprint(constexprs, contiguous=contiguous) == footprint(
+                kernel, aliases, constexprs, contiguous=contiguous
+            )
+
+
+def _launch_sized(kernel, aliases, config):
+    known = dict(config)
+
+    while True:
+        try:
+            footprint(kernel, aliases, known, contiguous=True)
+        except UnknownSize as error:
+            known[error.args[0]] = 16
+            continue
+
+        return sorted(set(known) - set(config))
