@@ -1,11 +1,13 @@
 """The faster walks of compiler.passes give what the ``ast`` module's give, in the same order."""
 
 import ast
+import copy
 import gc
 import textwrap
 
 from ninetoothed_ascend.compiler.passes import (
     Transformer,
+    clone,
     collection_paused,
     import_aliases,
     statements,
@@ -127,3 +129,20 @@ def test_collection_is_paused_inside_the_block_and_restored_after():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_clone_is_a_deep_copy_like_deepcopys():
+    tree = ast.parse(MODULE)
+    copied = clone(tree)
+
+    assert ast.dump(copied, include_attributes=True) == ast.dump(
+        copy.deepcopy(tree), include_attributes=True
+    )
+    # Nothing shared: changing the copy leaves the original as it was.
+    original = ast.dump(tree, include_attributes=True)
+    for node in ast.walk(copied):
+        if isinstance(node, ast.Name):
+            node.id = "renamed"
+        if isinstance(node, ast.FunctionDef):
+            node.body.clear()
+    assert ast.dump(tree, include_attributes=True) == original

@@ -115,7 +115,7 @@ class GeneratedModule:
 
         return [
             (functions.get(getattr(_first_argument(node), "id", None)), node.func)
-            for node in ast.walk(self.tree)
+            for node in passes.walk(self.tree)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Call)
             and passes.resolve(node.func.func, self.aliases) == "triton.autotune"
@@ -136,7 +136,7 @@ class GeneratedModule:
         }
         launched.update({name: name for name in kernels})
 
-        for node in ast.walk(self.tree):
+        for node in passes.walk(self.tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Subscript)

@@ -1,13 +1,13 @@
 """Launch one program per core and loop over the tasks inside the kernel."""
 
 import ast
-import copy
 
 from ninetoothed_ascend.compiler.npu.ub.model import uses_dot
 from ninetoothed_ascend.compiler.passes import (
     Pass,
     RewriteError,
     Transformer,
+    clone,
     insert_after_imports,
     walk,
 )
@@ -101,7 +101,7 @@ class PersistentGrid(Pass):
         meta = grid.args.args[0].arg if grid.args.args else None
         tasks = _KernelTerms(kernel, call, meta).translate(elements[0])
         any_task = ast.Compare(
-            _UnitMeta(meta).visit(copy.deepcopy(elements[0])),
+            _UnitMeta(meta).visit(clone(elements[0])),
             [ast.Gt()],
             [ast.Constant(0)],
         )

@@ -1,13 +1,13 @@
 """Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
 
 import ast
-import copy
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
 from ninetoothed_ascend.compiler.passes import (
     Pass,
     arange_positions,
+    clone,
     keyword,
     summands,
 )
@@ -106,21 +106,19 @@ class _Rewriter(ast.NodeTransformer):
         test = ast.BoolOp(
             ast.And(),
             [
-                copy.deepcopy(self.flags[flag]),
-                ast.Compare(copy.deepcopy(unit_stride), [ast.Eq()], [ast.Constant(1)]),
-                ast.Compare(
-                    copy.deepcopy(column_stride), [ast.NotEq()], [ast.Constant(1)]
-                ),
+                clone(self.flags[flag]),
+                ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
+                ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
             ],
         )
         self.launch_call.keywords.append(ast.keyword(name, test))
-        transposed = _Swap().visit(_on_path(copy.deepcopy(node), flag))
+        transposed = _Swap().visit(_on_path(clone(node), flag))
         self.owner.rewrote()
 
         return ast.IfExp(
             ast.Name(name, ast.Load()),
             ast.Call(
-                ast.Attribute(copy.deepcopy(node.func.value), "trans", ast.Load())
+                ast.Attribute(clone(node.func.value), "trans", ast.Load())
                 if isinstance(node.func, ast.Attribute)
                 else ast.parse("triton.language.trans").body[0].value,
                 [transposed],

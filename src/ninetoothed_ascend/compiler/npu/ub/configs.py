@@ -1,7 +1,6 @@
 """Autotune configs for Ascend, chosen by the Unified Buffer model instead of the GPU's register bound."""
 
 import ast
-import copy
 import itertools
 
 from ninetoothed_ascend.compiler.generated import (
@@ -13,6 +12,7 @@ from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import (
     Pass,
     RewriteError,
+    clone,
     insert_after_imports,
     keyword,
 )
@@ -425,7 +425,7 @@ def _fitting(names, values, measure, budget):
 
 
 def _config(template, sizes):
-    config = copy.deepcopy(template)
+    config = clone(template)
     config.args[0] = ast.Dict(
         keys=[ast.Constant(name) for name in sizes],
         values=[ast.Constant(value) for value in sizes.values()],

@@ -1,12 +1,12 @@
 """Split a caller-sized block that overflows the Unified Buffer into a loop over sub-blocks."""
 
 import ast
-import copy
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    clone,
     insert_after_imports,
     walk,
 )
@@ -147,7 +147,7 @@ class SplitSubBlocks(Pass):
         for call in launches:
             arguments = launch_arguments(kernel, call)
             named = [ast.Constant(name) for name in arguments]
-            values = [copy.deepcopy(value) for value in arguments.values()]
+            values = [clone(value) for value in arguments.values()]
             check = ast.Expr(
                 ast.Call(
                     ast.Name("ninetoothed_ascend_refuse_overflow", ast.Load()),
@@ -322,7 +322,7 @@ class _Splitter:
                 output.append(statement)
                 continue
 
-            statement = copy.deepcopy(statement)
+            statement = clone(statement)
             value = statement.value
 
             for reduction in self.reductions(value, tiles):
@@ -444,7 +444,7 @@ class _Splitter:
                 self.generic_visit(node)
 
                 if splitter.is_lanes(node):
-                    node = copy.deepcopy(node)
+                    node = clone(node)
                     node.args[1] = ast.Constant(splitter.sub)
 
                     return ast.BinOp(
@@ -453,7 +453,7 @@ class _Splitter:
 
                 return node
 
-        return Chunk().visit(copy.deepcopy(statement))
+        return Chunk().visit(clone(statement))
 
 
 def _replace(tree, old, new):
