@@ -97,10 +97,7 @@ class GeneratedModule:
             if isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)
-            and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Call)
-            and passes.resolve(statement.value.func.func, self.aliases)
-            == "triton.autotune"
+            and self._is_autotuned(statement.value)
         ]
 
     def autotune_calls(self):
@@ -116,9 +113,7 @@ class GeneratedModule:
         return [
             (functions.get(getattr(_first_argument(node), "id", None)), node.func)
             for node in passes.walk(self.tree)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Call)
-            and passes.resolve(node.func.func, self.aliases) == "triton.autotune"
+            if self._is_autotuned(node)
         ]
 
     def launches(self):
@@ -137,24 +132,14 @@ class GeneratedModule:
         launched.update({name: name for name in kernels})
 
         for node in passes.walk(self.tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Subscript)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in launched
-            ):
-                yield kernels[launched[node.func.value.id]], node
+            if _launched_name(node) in launched:
+                yield kernels[launched[_launched_name(node)]], node
 
     def launch(self, name):
         """``(grid, call)`` of the first ``name[grid](...)`` of the module, or ``None``."""
 
         for node in passes.walk(self.tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Subscript)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == name
-            ):
+            if _launched_name(node) == name:
                 return node.func.slice, node
 
         return None
@@ -167,41 +152,17 @@ class GeneratedModule:
         :raises ValueError: ``call`` is not in the module.
         """
 
-        body = self.tree.body
+        if not _insert_before(self.tree.body, call, statement):
+            raise ValueError(f"the launch {ast.unparse(call)} is not in the module")
 
-        while True:
-            index = next(
-                (
-                    index
-                    for index, item in enumerate(body)
-                    if any(node is call for node in passes.walk(item))
-                ),
-                None,
-            )
+    def _is_autotuned(self, node):
+        """Whether ``node`` is ``triton.autotune(...)(kernel)``."""
 
-            if index is None:
-                raise ValueError(f"the launch {ast.unparse(call)} is not in the module")
-
-            inner = next(
-                (
-                    getattr(body[index], field)
-                    for field in ("body", "orelse", "finalbody")
-                    if isinstance(getattr(body[index], field, None), list)
-                    and any(
-                        node is call
-                        for item in getattr(body[index], field)
-                        for node in passes.walk(item)
-                    )
-                ),
-                None,
-            )
-
-            if inner is None:
-                body.insert(index, statement)
-
-                return
-
-            body = inner
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Call)
+            and passes.resolve(node.func.func, self.aliases) == "triton.autotune"
+        )
 
 
 def block_sizes(autotune):
@@ -229,6 +190,37 @@ def launch_arguments(kernel, call):
     )
 
     return arguments
+
+
+def _launched_name(node):
+    """``name`` for a call ``name[grid](...)``, else ``None``."""
+
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return node.func.value.id
+
+    return None
+
+
+def _insert_before(body, call, statement):
+    """Insert ``statement`` before the innermost statement of ``body`` that holds ``call``; whether one does."""
+
+    for index, item in enumerate(body):
+        if any(node is call for node in passes.walk(item)):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(item, field, None)
+
+                if isinstance(inner, list) and _insert_before(inner, call, statement):
+                    return True
+
+            body.insert(index, statement)
+
+            return True
+
+    return False
 
 
 def _first_argument(call):

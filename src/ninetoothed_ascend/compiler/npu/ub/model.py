@@ -39,11 +39,9 @@ The model (docs/ub.md has the derivation and its measured error):
 """
 
 import ast
+import collections
 import dataclasses
 import math
-
-# The SoC the model's budget comes from lives with the target; tests and
-# benchmarks import it from here too.
 
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
 DTYPE_BYTES = {
@@ -235,8 +233,8 @@ class KernelModel:
 
     What does not depend on the values (which names each statement reads and
     writes, which loads are the same, whether the kernel is a cube kernel)
-    is worked out once, and each footprint is computed once per set of
-    values: choosing a kernel's configs measures hundreds of them
+    is worked out once, when first asked for, and each footprint is computed
+    once per set of values: choosing a kernel's configs measures hundreds of them
     (``FitUnifiedBuffer``: 516 on ``flash_attention``). The kernel must not
     change while the model is in use.
 
@@ -250,14 +248,8 @@ class KernelModel:
         # A cube kernel's constants (its accumulator's zeros) live in L0C, not the UB.
         self.hoists = not uses_dot(kernel, aliases)
         self.parameters = frozenset(argument.arg for argument in kernel.args.args)
-        self._dumps = {}
-        self._names = {}
-        self._calls = {}
-        self._targets = {}
-        self._divisions = {}
-        self._layout_flags = {}
-        self._last_uses = {}
-        self._footprints = {}
+        # Per kind of fact, node (or sequence of statements) -> the fact.
+        self._facts = collections.defaultdict(dict)
 
     def footprint(
         self, constexprs, elem_sizes=None, multibuffer=True, contiguous=False
@@ -272,85 +264,87 @@ class KernelModel:
             contiguous,
         )
 
-        if key not in self._footprints:
-            self._footprints[key] = _Model(
-                self, constexprs, elem_sizes, multibuffer, contiguous
-            ).run(self.kernel)
-
-        return self._footprints[key]
+        return self._once(
+            "footprint",
+            key,
+            lambda: _Model(self, constexprs, elem_sizes, multibuffer, contiguous).run(),
+        )
 
     def dump(self, node):
-        """``ast.dump(node)``, computed once per node: equal for the same expression written twice."""
+        """``ast.dump(node)``: equal for the same expression written twice."""
 
-        if node not in self._dumps:
-            self._dumps[node] = ast.dump(node)
-
-        return self._dumps[node]
+        return self._once("dump", node, lambda: ast.dump(node))
 
     def names(self, node):
-        """The names ``node`` reads, in the order of ``ast.walk``, computed once per node."""
+        """The names ``node`` reads, in the order of ``ast.walk``."""
 
-        if node not in self._names:
-            self._names[node] = tuple(
+        return self._once(
+            "names",
+            node,
+            lambda: tuple(
                 child.id for child in ast.walk(node) if isinstance(child, ast.Name)
-            )
-
-        return self._names[node]
+            ),
+        )
 
     def calls(self, node):
-        """Whether ``node`` contains a call, computed once per node."""
+        """Whether ``node`` contains a call."""
 
-        if node not in self._calls:
-            self._calls[node] = any(
-                isinstance(child, ast.Call) for child in ast.walk(node)
-            )
-
-        return self._calls[node]
+        return self._once(
+            "calls",
+            node,
+            lambda: any(isinstance(child, ast.Call) for child in ast.walk(node)),
+        )
 
     def targets(self, statement):
-        """:func:`_targets` of ``statement``, computed once per statement."""
+        """:func:`_targets` of ``statement``."""
 
-        if statement not in self._targets:
-            self._targets[statement] = _targets(statement)
-
-        return self._targets[statement]
+        return self._once("targets", statement, lambda: _targets(statement))
 
     def divisions(self, node):
-        """The ``//`` and ``%`` operations in ``node``, computed once per node."""
+        """The ``//`` and ``%`` operations in ``node``."""
 
-        if node not in self._divisions:
-            self._divisions[node] = tuple(
+        return self._once(
+            "divisions",
+            node,
+            lambda: tuple(
                 child
                 for child in ast.walk(node)
                 if isinstance(child, ast.BinOp)
                 and isinstance(child.op, (ast.FloorDiv, ast.Mod))
-            )
-
-        return self._divisions[node]
+            ),
+        )
 
     def layout_flags(self, pointer):
-        """The kernel parameters that choose between two address forms in ``pointer`` (``a if FLAG else b``), computed once per node."""
+        """The kernel parameters that choose between two address forms in ``pointer`` (``a if FLAG else b``)."""
 
-        if pointer not in self._layout_flags:
-            self._layout_flags[pointer] = frozenset(
+        return self._once(
+            "layout_flags",
+            pointer,
+            lambda: frozenset(
                 node.test.id
                 for node in ast.walk(pointer)
                 if isinstance(node, ast.IfExp)
                 and isinstance(node.test, ast.Name)
                 and node.test.id in self.parameters
-            )
-
-        return self._layout_flags[pointer]
+            ),
+        )
 
     def last_uses(self, statements):
-        """:func:`_last_uses` of ``statements``, computed once per sequence."""
+        """:func:`_last_uses` of ``statements`` (``[(statement, loop)]``)."""
 
         key = tuple(statement for statement, _ in statements)
 
-        if key not in self._last_uses:
-            self._last_uses[key] = _last_uses(statements)
+        return self._once("last_uses", key, lambda: _last_uses(statements))
 
-        return self._last_uses[key]
+    def _once(self, kind, key, compute):
+        # The kernel does not change while the model is in use, so a fact,
+        # once computed, holds for every footprint after it.
+        facts = self._facts[kind]
+
+        if key not in facts:
+            facts[key] = compute()
+
+        return facts[key]
 
 
 class _Model:
@@ -367,7 +361,8 @@ class _Model:
 
         return resolve(node, self.aliases)
 
-    def run(self, kernel):
+    def run(self):
+        kernel = self.analysis.kernel
         self.pointer_roots = {
             argument.arg: argument.arg for argument in kernel.args.args
         }
