@@ -17,11 +17,20 @@ from ninetoothed_ascend import examples
 from ninetoothed_ascend.compiler.target import Target
 
 
-def rewrite(pass_class, source, target=None):
-    """Run one pass on ``source`` for ``target`` (default: the NPU variant's here); return the new source and the number of rewrites."""
+def rewrite(pass_class, source, target=None, then=()):
+    """Run one pass on ``source`` for ``target`` (default: the NPU variant's here); return the new source and the number of rewrites.
+
+    ``then``: passes run after it, with the facts it left (``Pass.facts``),
+    as the pipeline runs them; their rewrites are not counted.
+    """
 
     tree = ast.parse(textwrap.dedent(source))
-    count = pass_class(target or Target.from_environment("npu")).run(tree)
+    target = target or Target.from_environment("npu")
+    facts = {}
+    count = pass_class(target, facts).run(tree)
+
+    for later in then:
+        later(target, facts).run(tree)
 
     return ast.unparse(tree), count
 

@@ -145,8 +145,8 @@ def test_filter_autotune_key_on_four_4d_tensors():
     }
     assert len(grid_sizes) == 4
     assert {passed[name] for name in key[: len(grid_sizes)]} == grid_sizes
-    # In the NPU variant (inside DeferAutotune's factory) FitUnifiedBuffer puts
-    # the innermost strides that decide its configs first (docs/ub.md, "Fit
+    # In the NPU variant (inside DeferAutotune's factory) the innermost
+    # strides that decide FitUnifiedBuffer's configs come first (docs/ub.md, "Fit
     # decided by the launch"); the rest is the filtered key, in order.
     (npu_key,) = re.findall(r"key=(\[[^\]]*\])", kernel.source("npu"))
     npu_key = ast.literal_eval(npu_key)

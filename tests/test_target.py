@@ -91,8 +91,8 @@ def test_an_unreadable_triton_ascend_version_is_an_error():
 def test_the_npu_pipeline_keys_every_autotuner_within_the_limit(
     version, limit, modules
 ):
-    # addmm's key is decided twice: FilterAutotuneKey keeps its 8 sizes,
-    # FitUnifiedBuffer puts its 4 innermost strides first.
+    # addmm's key: FitUnifiedBuffer names its 4 innermost strides, which
+    # FilterAutotuneKey puts before its 8 sizes.
     source = shared_example("addmm").kernel.source("cuda")
 
     keys = _keys(run_pipeline(source, pipelines.NPU, _npu(version)).source)

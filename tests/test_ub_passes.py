@@ -9,6 +9,7 @@ import torch
 from helpers import example_cases, rewrite, shared_example
 
 from ninetoothed_ascend.ascendify import (
+    FilterAutotuneKey,
     FitUnifiedBuffer,
     PersistentGrid,
     RewriteError,
@@ -21,6 +22,11 @@ from ninetoothed_ascend.compiler.passes import import_aliases, resolve, run_pipe
 from ninetoothed_ascend.compiler.pipelines import NPU
 from ninetoothed_ascend.compiler.target import Soc, Target, soc
 from ninetoothed_ascend.runtime.handle import VariantUnavailableError
+
+
+#: FitUnifiedBuffer names the parameters its configs depend on;
+#: FilterAutotuneKey puts them first in the key.
+KEYED = (FilterAutotuneKey,)
 
 
 def model(source, constexprs, **options):
@@ -193,7 +199,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
     # 12 bytes per element; 12 KB fit B x D = 1024: both of NineToothed's
     # configs up to D = 32, only B = 16 at D = 64, halvings beyond.
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
-    source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED)
+    source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
     tree = ast.parse(source)
 
     def tried(d):
@@ -271,7 +277,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypa
     # 12 bytes per lane contiguous, 68 strided: 48 KB fit 4096 and 512 lanes
     # (NineToothed's 32 and 1024 are the strided candidates: only 32 fits).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
-    source, count = rewrite(FitUnifiedBuffer, STRIDED)
+    source, count = rewrite(FitUnifiedBuffer, STRIDED, then=KEYED)
     tree = ast.parse(source)
 
     def tried(s, t):
@@ -323,7 +329,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_layout_flags(
     # 12 bytes per lane with the flag true, 48 with it false: 48 KB fit
     # 4096 lanes, or 1024 (NineToothed's 32 and 1024, not extended).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
-    source, count = rewrite(FitUnifiedBuffer, FLATTENED)
+    source, count = rewrite(FitUnifiedBuffer, FLATTENED, then=KEYED)
     tree = ast.parse(source)
 
     def tried(flag, s1=1):

@@ -11,6 +11,7 @@ definition of each; the passes rewrite the tree in place, so a
 
 import ast
 import dataclasses
+import functools
 
 # Attributes read when called: ``passes`` builds ``Pass`` on this module.
 from ninetoothed_ascend.compiler import passes
@@ -60,6 +61,43 @@ class GeneratedModule:
     def __init__(self, tree, aliases=None):
         self.tree = tree
         self.aliases = passes.import_aliases(tree) if aliases is None else aliases
+
+    @functools.cached_property
+    def references(self):
+        """Every dotted name the module refers to, with all its prefixes (``frozenset`` of ``str``).
+
+        What names and attribute chains read or write resolves to through
+        the imports (``tl.load`` is ``triton.language.load``, and
+        ``triton.language`` and ``triton``; an unimported name is itself), and
+        what each import names. Computed at the first request and kept: unlike
+        the other answers, it describes the tree as it was then, so
+        :func:`~ninetoothed_ascend.compiler.passes.run_pipeline` takes a new
+        :class:`GeneratedModule` after each pass that rewrote the tree.
+        """
+
+        names = set()
+
+        for node in passes.walk(self.tree):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                name = passes.resolve(node, self.aliases)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+                continue
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+                continue
+            else:
+                continue
+
+            if name is not None:
+                names.add(name)
+
+        return frozenset(prefix for name in names for prefix in _prefixes(name))
+
+    def refers_to(self, names):
+        """Whether the module refers to any of ``names`` (dotted ``str``), or to a name under one (:attr:`references`)."""
+
+        return not self.references.isdisjoint(names)
 
     def functions(self):
         """The module-level functions: ``dict`` name -> ``ast.FunctionDef``."""
@@ -190,6 +228,12 @@ def launch_arguments(kernel, call):
     )
 
     return arguments
+
+
+def _prefixes(dotted):
+    parts = dotted.split(".")
+
+    return (".".join(parts[:end]) for end in range(1, len(parts) + 1))
 
 
 def _launched_name(node):

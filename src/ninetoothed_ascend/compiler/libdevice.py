@@ -61,11 +61,15 @@ class MapLibdevice(Pass):
     FUNCTIONS = frozenset(ASCEND_FUNCTIONS)
     DESCRIPTION = "libdevice"
 
-    def run(self, tree):
+    @classmethod
+    def applies_to(cls, module):
+        return module.refers_to(f"{package}.libdevice" for package in cls.MODULES)
+
+    def run(self, tree, module=None):
         self.used = {}
         self.flipped = False
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_Call(self, node):
         name = self.resolve(node.func)

@@ -166,6 +166,10 @@ class Pass(Transformer):
     :param target: :class:`~ninetoothed_ascend.compiler.target.Target`, what
         the variant is generated for: the only source of facts about the SoC
         and the toolchain a pass may use (:attr:`target`).
+    :param facts: ``dict`` shared by the passes of one pipeline run
+        (:func:`run_pipeline`): what a pass decided that a later pass
+        builds on, under a key the writing pass documents, so that no pass
+        reads it back from the rewritten code; ``None`` for an empty one.
 
     While it runs, :attr:`module` is the
     :class:`~ninetoothed_ascend.compiler.generated.GeneratedModule` of the
@@ -177,12 +181,34 @@ class Pass(Transformer):
     #: ``info`` whenever the pass fired (:func:`~ninetoothed_ascend.compiler.pipelines.precision_notes`).
     PRECISION = None
 
-    def __init__(self, target):
+    #: ``None``, or dotted names (``"triton.language.clamp"``) one of which
+    #: (or a name under it) a module must refer to for the pass to have
+    #: anything to rewrite (:meth:`applies_to`): a pass with nothing to
+    #: rewrite is not run.
+    TRIGGERS = None
+
+    def __init__(self, target, facts=None):
         super().__init__()
         self.target = target
+        self.facts = {} if facts is None else facts
 
-    def run(self, tree):
+    @classmethod
+    def applies_to(cls, module):
+        """Whether the pass may rewrite ``module`` (a :class:`~ninetoothed_ascend.compiler.generated.GeneratedModule`): it refers to one of :attr:`TRIGGERS`.
+
+        A pass with :attr:`TRIGGERS` leaves a module that refers to none of
+        them as it is, and reports no rewrite
+        (``tests/test_pipeline_facts.py`` checks it on every example).
+        """
+
+        return cls.TRIGGERS is None or module.refers_to(cls.TRIGGERS)
+
+    def run(self, tree, module=None):
         """Rewrite ``tree`` (an ``ast.Module``) in place; return the number of rewrites.
+
+        ``module`` is the :class:`~ninetoothed_ascend.compiler.generated.GeneratedModule`
+        of ``tree`` when the caller has it (its imports are resolved once),
+        else it is made here.
 
         Statements the pass creates get the location of their enclosing
         statement, as ``ast.fix_missing_locations`` gives them (``ast.unparse``
@@ -193,8 +219,8 @@ class Pass(Transformer):
         """
 
         self.rewrites = 0
-        self.aliases = import_aliases(tree)
-        self.module = generated.GeneratedModule(tree, self.aliases)
+        self.module = module if module is not None else generated.GeneratedModule(tree)
+        self.aliases = self.module.aliases
         self.visit(tree)
         self.finish(tree)
         _fix_statement_locations(tree)
@@ -276,11 +302,11 @@ class LoadWrapperPass(Pass):
     WRAPPER = None
     WRAPPER_SOURCE = None
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self.in_kernel = False
         self._wrapped = False
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
         if not any(
@@ -572,10 +598,22 @@ def _rewrite(source, passes, target):
     # The tree is freed when this returns, before collection resumes.
     tree = ast.parse(source)
     rewrites = []
+    # What the module refers to is found once and kept while passes rewrite
+    # nothing: most passes of a pipeline have nothing to rewrite in a given
+    # kernel, and walking the whole module only to find that was most of
+    # their time.
+    module = None
+    facts = {}
 
     for pass_class in passes:
+        if module is None:
+            module = generated.GeneratedModule(tree)
+
+        if not pass_class.applies_to(module):
+            continue
+
         try:
-            count = pass_class(target).run(tree)
+            count = pass_class(target, facts).run(tree, module)
         except RewriteError as error:
             raise PipelineError(
                 pass_class.__name__, error.message, error.hint
@@ -589,6 +627,7 @@ def _rewrite(source, passes, target):
 
         if count:
             rewrites.append((pass_class.__name__, count))
+            module = None
 
     return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites))
 

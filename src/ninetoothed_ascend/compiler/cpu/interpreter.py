@@ -165,10 +165,10 @@ class InterpretLanguageFunctions(Pass):
 
         return node
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self.interpreted = set()
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def finish(self, tree):
         if not self.interpreted:
@@ -265,6 +265,8 @@ class IndexLoopBounds(Pass):
     scalar's value, and any other value unchanged.
     """
 
+    TRIGGERS = ("range",)
+
     def visit_FunctionDef(self, node):
         if any(
             self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
@@ -313,6 +315,8 @@ class FixAutotuneConfig(Pass):
     becomes ``name = kernel`` and each launch ``name[grid](...)`` passes the
     chosen block sizes as keywords.
     """
+
+    TRIGGERS = ("triton.autotune",)
 
     def visit_Module(self, node):
         self._chosen = {}

@@ -25,6 +25,8 @@ class DeferAutotune(Pass):
     at the first launch, with the same configs and key.
     """
 
+    TRIGGERS = ("triton.autotune",)
+
     def visit_Module(self, node):
         deferred = set()
 

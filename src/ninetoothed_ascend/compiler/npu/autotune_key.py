@@ -5,6 +5,13 @@ import ast
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass, walk
 
+#: The fact (:attr:`~ninetoothed_ascend.compiler.passes.Pass.facts`) under
+#: which an earlier pass of the pipeline names, per autotuner name, the
+#: parameters that must lead its key: ``dict`` name -> ``list`` of ``str``
+#: (:class:`~ninetoothed_ascend.compiler.npu.ub.configs.FitUnifiedBuffer`:
+#: the launch sizes, innermost strides and layout flags its configs depend on).
+LEADING_KEYS = "autotune_key_leading"
+
 
 class FilterAutotuneKey(Pass):
     """Keep only sizes in ``triton.autotune(..., key=[...])``, at most the target's limit, grid-deciding ones first.
@@ -28,12 +35,20 @@ class FilterAutotuneKey(Pass):
     Dropping strides means a layout change with equal sizes reuses the
     tuned config; the config only decides speed, never results.
 
-    An autotuner whose launch cannot be found is left alone. Runs before
-    :class:`~ninetoothed_ascend.ascendify.DeferAutotune`, which moves the
-    ``triton.autotune`` call into a factory.
+    The parameters an earlier pass names under :data:`LEADING_KEYS` come
+    first, whatever they are: configs chosen per launch size or layout are
+    not reused for another. So the key is decided here, once. An autotuner
+    whose launch cannot be found keeps its order. Runs after
+    :class:`~ninetoothed_ascend.compiler.npu.ub.configs.FitUnifiedBuffer` and
+    before :class:`~ninetoothed_ascend.ascendify.DeferAutotune`, which moves
+    the ``triton.autotune`` call into a factory.
     """
 
+    TRIGGERS = ("triton.autotune",)
+
     def visit_Module(self, node):
+        leading = self.facts.get(LEADING_KEYS, {})
+
         for autotuner in self.module.autotuners():
             key = autotuner.keyword("key")
             kernel = autotuner.kernel
@@ -41,31 +56,43 @@ class FilterAutotuneKey(Pass):
             if key is None or not isinstance(key.value, ast.List) or kernel is None:
                 continue
 
-            launch = self.module.launch(autotuner.name)
-
-            if launch is None:
-                continue
-
-            grid, call = launch
-            arguments = launch_arguments(kernel, call)
             old = [
                 element.value
                 for element in key.value.elts
                 if isinstance(element, ast.Constant)
             ]
-            sizes = [name for name in old if _method(arguments.get(name)) == "size"]
-            grid_text = ast.dump(grid)
-            divided = _divided_names(kernel, self.constexpr_parameters(kernel))
-            in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
-            tiled = [name for name in sizes if name in divided and name not in in_grid]
-            rest = [name for name in sizes if name not in in_grid + tiled]
-            new = (in_grid + tiled + rest)[: self.target.autotune_key_limit]
+            ordered = self.sizes_in_order(autotuner, kernel, old)
+            front = leading.get(autotuner.name, [])
+
+            if ordered is None and not front:
+                continue
+
+            rest = [name for name in ordered or old if name not in front]
+            new = (front + rest)[: self.target.autotune_key_limit]
 
             if new != old:
                 key.value = ast.List([ast.Constant(name) for name in new], ast.Load())
                 self.rewrote()
 
         return node
+
+    def sizes_in_order(self, autotuner, kernel, key):
+        """The sizes of ``key`` (``list`` of ``str``), grid-deciding ones first, then tiled ones; ``None`` where the launch is not found."""
+
+        launch = self.module.launch(autotuner.name)
+
+        if launch is None:
+            return None
+
+        grid, call = launch
+        arguments = launch_arguments(kernel, call)
+        sizes = [name for name in key if _method(arguments.get(name)) == "size"]
+        grid_text = ast.dump(grid)
+        divided = _divided_names(kernel, self.constexpr_parameters(kernel))
+        in_grid = [name for name in sizes if ast.dump(arguments[name]) in grid_text]
+        tiled = [name for name in sizes if name in divided and name not in in_grid]
+
+        return in_grid + tiled + [name for name in sizes if name not in in_grid + tiled]
 
 
 def _method(node):

@@ -20,6 +20,8 @@ class LowerClamp(Pass):
     once, as before.
     """
 
+    TRIGGERS = ("triton.language.clamp",)
+
     def visit_Call(self, node):
         self.generic_visit(node)
 

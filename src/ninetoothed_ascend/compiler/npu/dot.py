@@ -47,6 +47,8 @@ class UseHf32InDot(Pass):
       parameter, an expression) is left alone.
     """
 
+    TRIGGERS = ("triton.language.dot",)
+
     def visit_FunctionDef(self, node):
         enclosing = getattr(self, "_function", None)
         self._function = node
@@ -55,10 +57,10 @@ class UseHf32InDot(Pass):
 
         return node
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self._count = 0
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def generic_visit(self, node):
         # Statement lists are visited here so that operands can be hoisted

@@ -23,6 +23,8 @@ class MergeDuplicateConfigs(Pass):
     ``bench/npu_configs.py``.
     """
 
+    TRIGGERS = ("triton.autotune",)
+
     def visit_Module(self, node):
         for autotuner in self.module.autotuners():
             configs = autotuner.keyword("configs")

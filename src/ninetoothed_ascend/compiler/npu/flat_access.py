@@ -92,10 +92,10 @@ class ContiguousFlatAccess(Pass):
     bounds (``D + offsets < s_k``, ``>= 0``) only where those offsets are 0.
     """
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self._flags = {}
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_Module(self, node):
         for kernel, launch_call in self.module.launches():

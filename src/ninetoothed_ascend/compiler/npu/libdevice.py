@@ -67,11 +67,13 @@ class RemapLibdevice(Pass):
     imported; with none, the import raises an ``ImportError`` naming them.
     """
 
-    def run(self, tree):
+    TRIGGERS = CUDA_LIBDEVICE_CALLS
+
+    def run(self, tree, module=None):
         self._composites = {}
         self._uses_ascend = False
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_ImportFrom(self, node):
         node.names = [

@@ -60,11 +60,11 @@ class BroadcastLoadPointer(Pass):
     lanes outside the mask.
     """
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self._helpers = set()
         self._block_names = set()
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
         self._block_names = {

@@ -38,6 +38,8 @@ class FoldMathConstants(Pass):
     matched through the module's imports, not by its name.
     """
 
+    TRIGGERS = ("math",)
+
     def generic_visit(self, node):
         # Fold the largest constant subtree: try the node before its children.
         for field, value in ast.iter_fields(node):

@@ -52,10 +52,10 @@ class TransposeStridedTiles(Pass):
     and its mask addresses the transposed tile).
     """
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self._count = 0
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def visit_Module(self, node):
         for kernel, launch_call in self.module.launches():

@@ -8,6 +8,7 @@ from ninetoothed_ascend.compiler.generated import (
     block_sizes,
     launch_arguments,
 )
+from ninetoothed_ascend.compiler.npu.autotune_key import LEADING_KEYS
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import (
     Pass,
@@ -57,13 +58,18 @@ class FitUnifiedBuffer(Pass):
     their halvings (config pruning; such a kernel is not split). The
     autotuner gets the union and an ``early_config_prune`` that keeps, at
     each launch, the configs chosen for ``next_power_of_2(D)`` (the
-    footprint grows with ``D``); ``D`` joins the autotune key; the launch
+    footprint grows with ``D``); ``D`` leads the autotune key (with the
+    innermost strides and layout flags the configs depend on, handed to
+    :class:`~ninetoothed_ascend.compiler.npu.autotune_key.FilterAutotuneKey`
+    as the fact :data:`~ninetoothed_ascend.compiler.npu.autotune_key.LEADING_KEYS`); the launch
     refuses a ``D`` above the largest, before anything is compiled. A
     kernel whose tiles depend on a constexpr the caller passes as a block
     size is left to :class:`~ninetoothed_ascend.ascendify.SplitSubBlocks`.
 
     :raises RewriteError: no candidate fits; names the smallest footprint.
     """
+
+    TRIGGERS = ("triton.autotune",)
 
     def visit_Module(self, node):
         budget = self.target.soc.ub_bytes
@@ -226,16 +232,12 @@ class FitUnifiedBuffer(Pass):
                 ast.parse(f"{{'early_config_prune': {pruner}}}", mode="eval").body,
             )
         )
-        key = keyword(autotune, "key")
-
-        if key is not None and isinstance(key.value, ast.List):
-            # A config tuned for one launch size or layout is not reused for another.
-            front = launch_sized + strides + flags
-            old = [element.value for element in key.value.elts]
-            new = (front + [item for item in old if item not in front])[
-                : self.target.autotune_key_limit
-            ]
-            key.value = ast.List([ast.Constant(item) for item in new], ast.Load())
+        # A config tuned for one launch size or layout is not reused for another.
+        self.facts.setdefault(LEADING_KEYS, {})[name] = [
+            *launch_sized,
+            *strides,
+            *flags,
+        ]
 
         for contiguous, (bound, refusal) in refusals.items():
             self.guard_launch(

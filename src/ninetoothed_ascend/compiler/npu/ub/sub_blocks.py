@@ -112,11 +112,11 @@ class SplitSubBlocks(Pass):
 
         return node
 
-    def run(self, tree):
+    def run(self, tree, module=None):
         self.guards = []
         self.launch_checks = []
 
-        return super().run(tree)
+        return super().run(tree, module)
 
     def check_at_launch(self, module, kernel, budget):
         """Make each launch of ``kernel`` evaluate the UB model for its block sizes and refuse an overflow.
