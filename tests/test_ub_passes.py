@@ -628,8 +628,10 @@ def test_npu_grid_is_the_task_count_when_it_is_smaller_than_the_cores():
         # where it is.
         "def launch(p, q, n, C, P):\n    if n > 0:\n"
         "        kernel[lambda meta: (n,)](p, q, n, C, P)\n",
+        # The block size found by its parameter's name, passed by keyword.
+        "def launch(p, q, n, C, P):\n    kernel[lambda meta: (n,)](p, q, n, C, P=P)\n",
     ],
-    ids=["top-level", "nested"],
+    ids=["top-level", "nested", "keyword"],
 )
 def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(
     monkeypatch, launch
@@ -643,7 +645,7 @@ def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(
 
     class Kernel:
         def __getitem__(self, grid):
-            return lambda *args: launched.append(args)
+            return lambda *args, **kwargs: launched.append((*args, *kwargs.values()))
 
     namespace = {"kernel": Kernel()}
     exec(ast.unparse(ast.parse(source).body[-1]), namespace)

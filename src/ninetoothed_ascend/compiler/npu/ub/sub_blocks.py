@@ -171,7 +171,6 @@ class SplitSubBlocks(Pass):
         the model's numbers.
         """
 
-        position = [argument.arg for argument in kernel.args.args].index(extent)
         limit = (
             f"at most {sub} lanes fit the {budget}-byte Unified Buffer by the UB model"
             if sub
@@ -179,10 +178,15 @@ class SplitSubBlocks(Pass):
         )
 
         for launched, call in list(self.module.launches()):
-            if launched is not kernel or len(call.args) <= position:
+            if launched is not kernel:
                 continue
 
-            block = ast.unparse(call.args[position])
+            passed = launch_arguments(kernel, call).get(extent)
+
+            if passed is None:
+                continue
+
+            block = ast.unparse(passed)
             message = (
                 f"kernel `{kernel.name}` cannot run a block of {{}} lanes on "
                 f"Ascend: {limit} (docs/ub.md), and SplitSubBlocks cannot "
