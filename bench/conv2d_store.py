@@ -49,6 +49,7 @@ import torch
 from ninetoothed_ascend import bishengir, compile_check, examples
 from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.compiler.npu import flat_access
+from ninetoothed_ascend.compiler.npu.transposed_tiles import SwapAxes, on_path
 from ninetoothed_ascend.compiler.passes import clone, import_aliases, resolve
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
@@ -97,7 +98,7 @@ class _Edit:
                 getattr(call, "keywords", ()) if isinstance(call, ast.Call) else ()
             ):
                 if (
-                    item.arg.startswith(flat_access.FLAG_PREFIX)
+                    (item.arg or "").startswith(flat_access.FLAG_PREFIX)
                     and isinstance(item.value, ast.BoolOp)
                     and len(item.value.values) == 2
                 ):
@@ -137,7 +138,7 @@ class _Edit:
     def swapped_store(self, value):
         """The store on the flag's path, axes swapped, writing ``value``."""
 
-        store = _Swap().visit(_OnPath(self.flag).visit(clone(self.store.value)))
+        store = SwapAxes().visit(on_path(clone(self.store.value), self.flag))
         store.args[1] = value
 
         return store
@@ -212,7 +213,7 @@ class _Edit:
             return node.args[0]
 
         if self.is_call(node, "triton.language.load"):
-            return _Swap().visit(clone(node))
+            return SwapAxes().visit(clone(node))
 
         if isinstance(node, ast.Name) and node.id == accumulator:
             return node
@@ -236,29 +237,6 @@ class _Edit:
             return ast.Call(node.func, [self.transposed(node.args[0], accumulator)], [])
 
         return self.trans(node)
-
-
-class _Swap(ast.NodeTransformer):
-    def visit_Subscript(self, node):
-        self.generic_visit(node)
-
-        if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2:
-            node.slice.elts.reverse()
-
-        return node
-
-
-class _OnPath(ast.NodeTransformer):
-    def __init__(self, flag):
-        self.flag = flag
-
-    def visit_IfExp(self, node):
-        self.generic_visit(node)
-
-        if isinstance(node.test, ast.Name) and node.test.id == self.flag:
-            return node.body
-
-        return node
 
 
 def _channels_last(launch):
