@@ -235,6 +235,36 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
     assert_matches(module, module.launch(launch, strided), expected, torch.float32)
 
 
+@pytest.mark.parametrize("memory_format", ["contiguous_format", "channels_last"])
+def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
+    memory_format,
+):
+    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the scalar store (the store rule), a channels-last one through the DMA; both match torch, for a contiguous and a strided input."""
+
+    module = shared_example("conv2d")
+    (case,) = [case for case in examples.cases(module) if case.get("batch") == 1]
+    input, weight, bias = module.inputs("cpu", torch.float32, **case)
+    expected = module.reference(input, weight, bias)
+    launch = module.kernel.emulated("cpu")
+    collapses = module_globals(launch)["ninetoothed_ascend_collapses"]
+    output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
+    # The output seen as ``(N * P * Q, K)``: its rows collapse in both
+    # layouts; its filters step 1 only in channels-last.
+    rows = [0, 2, 3]
+
+    assert collapses(
+        [output.size(dim) for dim in rows], [output.stride(dim) for dim in rows]
+    )
+    assert (output.stride(1) == 1) == (memory_format == "channels_last")
+
+    strided = input.transpose(2, 3).contiguous().transpose(2, 3)
+
+    for operand in (input, strided):
+        output.zero_()
+        launch(operand, weight, bias.view(1, -1, 1, 1).expand_as(output), output)
+        assert_matches(module, output, expected, torch.float32)
+
+
 def test_a_caller_sized_tile_too_large_for_the_ub_is_refused_at_the_launch():
     """flat_sum_dim's tile is ROWS x next_power_of_2(the reduced length), both from its caller: the launch evaluates the UB model and refuses 16 x 4096 (BiShengIR: 524,288 B needed in fp16, docs/ub.md) before anything compiles, and runs 16 x 512."""
 

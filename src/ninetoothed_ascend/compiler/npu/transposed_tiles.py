@@ -112,7 +112,7 @@ class _Rewriter(ast.NodeTransformer):
             ],
         )
         self.launch_call.keywords.append(ast.keyword(name, test))
-        transposed = _Swap().visit(_on_path(clone(node), flag))
+        transposed = SwapAxes().visit(on_path(clone(node), flag))
         self.owner.rewrote()
 
         return ast.IfExp(
@@ -217,8 +217,8 @@ class _Rewriter(ast.NodeTransformer):
         )
 
 
-class _Swap(ast.NodeTransformer):
-    """Swap the two axes of every 2-D index (``[:, None]`` <-> ``[None, :]``)."""
+class SwapAxes(ast.NodeTransformer):
+    """Swap the two axes of every 2-D index (``[:, None]`` <-> ``[None, :]``): an address and mask of a tile become those of its transpose."""
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
@@ -229,8 +229,8 @@ class _Swap(ast.NodeTransformer):
         return node
 
 
-def _on_path(load, flag):
-    """``load`` with every ``a if flag else b`` replaced by ``a``: the transposed load is taken only where ``flag`` holds."""
+def on_path(load, flag):
+    """``load`` (an ``ast`` node, changed in place) with every ``a if flag else b`` replaced by ``a``, ``flag`` a constexpr name: an access taken only where ``flag`` holds."""
 
     class Take(ast.NodeTransformer):
         def visit_IfExp(self, node):
