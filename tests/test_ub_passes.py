@@ -23,7 +23,6 @@ from ninetoothed_ascend.compiler.pipelines import NPU
 from ninetoothed_ascend.compiler.target import Soc, Target, soc
 from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 
-
 #: FitUnifiedBuffer names the parameters its configs depend on;
 #: FilterAutotuneKey puts them first in the key.
 KEYED = (FilterAutotuneKey,)
