@@ -395,7 +395,7 @@ def arange_positions(owner, node):
     positions = set()
     indexed = set()
 
-    for inner in ast.walk(node):
+    for inner in walk(node):
         if isinstance(inner, ast.Subscript) and owner.is_call_to(
             inner.value, "triton.language.arange"
         ):
@@ -413,7 +413,7 @@ def arange_positions(owner, node):
 
     positions.update(
         0
-        for inner in ast.walk(node)
+        for inner in walk(node)
         if owner.is_call_to(inner, "triton.language.arange")
         and id(inner) not in indexed
     )

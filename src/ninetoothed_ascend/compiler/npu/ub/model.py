@@ -43,6 +43,8 @@ import collections
 import dataclasses
 import math
 
+from ninetoothed_ascend.compiler.passes import resolve, walk
+
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
 DTYPE_BYTES = {
     "int1": 1,
@@ -192,12 +194,10 @@ class _Tile:
 def uses_dot(kernel, aliases):
     """Whether ``kernel`` (an ``ast.FunctionDef``) calls ``tl.dot``: it then runs on AI (cube) cores."""
 
-    from ninetoothed_ascend.compiler.passes import resolve
-
     return any(
         isinstance(node, ast.Call)
         and resolve(node.func, aliases) == "triton.language.dot"
-        for node in ast.walk(kernel)
+        for node in walk(kernel)
     )
 
 
@@ -282,7 +282,7 @@ class KernelModel:
             "names",
             node,
             lambda: tuple(
-                child.id for child in ast.walk(node) if isinstance(child, ast.Name)
+                child.id for child in walk(node) if isinstance(child, ast.Name)
             ),
         )
 
@@ -292,7 +292,7 @@ class KernelModel:
         return self._once(
             "calls",
             node,
-            lambda: any(isinstance(child, ast.Call) for child in ast.walk(node)),
+            lambda: any(isinstance(child, ast.Call) for child in walk(node)),
         )
 
     def targets(self, statement):
@@ -308,7 +308,7 @@ class KernelModel:
             node,
             lambda: tuple(
                 child
-                for child in ast.walk(node)
+                for child in walk(node)
                 if isinstance(child, ast.BinOp)
                 and isinstance(child.op, (ast.FloorDiv, ast.Mod))
             ),
@@ -322,7 +322,7 @@ class KernelModel:
             pointer,
             lambda: frozenset(
                 node.test.id
-                for node in ast.walk(pointer)
+                for node in walk(pointer)
                 if isinstance(node, ast.IfExp)
                 and isinstance(node.test, ast.Name)
                 and node.test.id in self.parameters
@@ -357,8 +357,6 @@ class _Model:
         self.contiguous = contiguous
 
     def name(self, node):
-        from ninetoothed_ascend.compiler.passes import resolve
-
         return resolve(node, self.aliases)
 
     def run(self):
@@ -728,22 +726,22 @@ class _Model:
 
         accesses = {
             id(inner)
-            for node in ast.walk(statement)
+            for node in walk(statement)
             if isinstance(node, ast.Call)
             and self.name(node.func)
             in ("triton.language.load", "triton.language.store")
             for argument in [*node.args, *(item.value for item in node.keywords)]
-            for inner in ast.walk(argument)
+            for inner in walk(argument)
         }
         total = 0
 
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if not isinstance(node, ast.Compare) or id(node) in accesses:
                 continue
 
             calls = {
                 self.name(inner.func)
-                for inner in ast.walk(node)
+                for inner in walk(node)
                 if isinstance(inner, ast.Call)
             }
 
@@ -1077,7 +1075,7 @@ def _reads(statement):
     return {
         node.id
         for expression in _own_expressions(statement)
-        for node in ast.walk(expression)
+        for node in walk(expression)
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)
     } | (
         {statement.target.id}
@@ -1098,7 +1096,7 @@ def _targets(statement):
     return [
         node.id
         for target in targets
-        for node in ast.walk(target)
+        for node in walk(target)
         if isinstance(node, ast.Name)
     ]
 

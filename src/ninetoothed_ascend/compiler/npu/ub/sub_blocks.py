@@ -326,14 +326,16 @@ class _Splitter:
                 output.append(statement)
                 continue
 
-            statement = clone(statement)
-            value = statement.value
+            # The statement stays in the unsplit branch: what this one keeps
+            # is a copy (tile statements are copied by ``chunk``, per loop).
+            if self.reductions(statement.value, tiles):
+                statement = clone(statement)
 
-            for reduction in self.reductions(value, tiles):
-                name = f"ninetoothed_reduced_{self.count}"
-                self.count += 1
-                output.extend(self.reduce(reduction, name, definitions, tiles))
-                _replace(statement, reduction, ast.Name(name, ast.Load()))
+                for reduction in self.reductions(statement.value, tiles):
+                    name = f"ninetoothed_reduced_{self.count}"
+                    self.count += 1
+                    output.extend(self.reduce(reduction, name, definitions, tiles))
+                    _replace(statement, reduction, ast.Name(name, ast.Load()))
 
             if isinstance(statement, ast.Expr):
                 if self.owner.is_call_to(
@@ -343,7 +345,7 @@ class _Splitter:
                 elif self.depends(statement, tiles):
                     return None
                 else:
-                    output.append(statement)
+                    output.append(clone(statement))
 
                 continue
 
@@ -364,7 +366,7 @@ class _Splitter:
                 tiles.update(targets)
             else:
                 tiles.difference_update(targets)
-                output.append(statement)
+                output.append(clone(statement))
 
         if stores:
             needed = self.needed(stores, definitions)
