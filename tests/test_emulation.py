@@ -4,6 +4,7 @@ import ast
 import math
 import sys
 import textwrap
+import types
 
 import pytest
 import torch
@@ -189,7 +190,10 @@ def test_hf32_becomes_the_target_precision(pass_class, precision):
     assert "tl.dot(x, y, input_precision='ieee')" in source
 
 
-def test_restore_module_autotune_inverts_defer_autotune():
+def test_the_cpu_emulation_fixes_the_autotuner_where_defer_autotune_makes_it():
+    # No pass turns DeferAutotune's factory back: FixAutotuneConfig replaces
+    # the autotuner in the factory, and the launch through it passes the
+    # config the module-level form gets.
     source = textwrap.dedent(
         """
         import triton
@@ -197,20 +201,39 @@ def test_restore_module_autotune_inverts_defer_autotune():
         @triton.jit
         def kernel(x, BLOCK: triton.language.constexpr):
             pass
-        tuned = triton.autotune(configs=[triton.Config({'BLOCK': 32})], key=[])(kernel)
+        tuned = triton.autotune(configs=[triton.Config({'BLOCK': 32}), triton.Config({'BLOCK': 64})], key=[])(kernel)
 
         def launch(x):
             tuned[1,](x)
         """
     )
     deferred = run_pipeline(source, (ascendify.DeferAutotune,)).source
-    restored = run_pipeline(deferred, (emulation.RestoreModuleAutotune,))
+    fixed = {
+        form: run_pipeline(text, (interpreter.FixAutotuneConfig,))
+        for form, text in (("module", source), ("deferred", deferred))
+    }
+    launched = {form: [] for form in fixed}
+
+    class Kernel:
+        def __init__(self, calls):
+            self.calls = calls
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: self.calls.append((grid, args, kwargs))
+
+    for form, rewritten in fixed.items():
+        recording = types.SimpleNamespace(
+            jit=lambda function, calls=launched[form]: Kernel(calls),
+            language=triton.language,
+        )
+        namespace = {"triton": recording}
+        exec(rewritten.source.replace("import triton\n", ""), namespace)
+        namespace["launch"]("x")
 
     assert "functools.cache" in deferred
-    assert restored.rewrites == (("RestoreModuleAutotune", 1),)
-    assert ast.unparse(ast.parse(restored.source)).replace(
-        "import functools\n", ""
-    ) == ast.unparse(ast.parse(source))
+    assert all("autotune" not in rewritten.source for rewritten in fixed.values())
+    assert fixed["deferred"].rewrites == (("FixAutotuneConfig", 1),)
+    assert launched["deferred"] == launched["module"] == [((1,), ("x",), {"BLOCK": 64})]
 
 
 def test_ascend_only_symbols_left_by_other_passes_are_refused():

@@ -33,14 +33,12 @@ Emulated sources are cheap to derive and are kept in memory only
 import ast
 import os
 
-from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.compiler.libdevice import MapLibdevice
 from ninetoothed_ascend.compiler.npu.libdevice import ASCEND_LIBDEVICE_MODULES
 from ninetoothed_ascend.compiler.passes import (
     MaskPass,
     Pass,
     RewriteError,
-    Transformer,
     keyword,
     walk,
 )
@@ -162,77 +160,6 @@ class EmulateHf32OnCpu(_EmulateHf32):
     """
 
     PRECISION = "ieee"
-
-
-class RestoreModuleAutotune(Pass):
-    """Turn the NPU variant's deferred autotuner back into a module-level one for the interpreter pipeline.
-
-    Constraint: :class:`~ninetoothed_ascend.ascendify.DeferAutotune` wraps
-    ``name = triton.autotune(...)(kernel)`` in a cached factory ``name()``
-    for triton-ascend 3.2 (which asks a driver for a benchmarker at import);
-    the interpreter pipeline's
-    :class:`~ninetoothed_ascend.compiler.cpu.interpreter.FixAutotuneConfig` replaces a
-    module-level autotuner, which it must find. Both forms create the same
-    autotuner; this pass is DeferAutotune's inverse: a module-level function
-    decorated with ``functools.cache`` whose body is ``return
-    triton.autotune(...)(kernel)`` becomes the assignment again, and each
-    ``name()`` becomes ``name``.
-    """
-
-    def visit_Module(self, node):
-        factories = set()
-
-        for index, statement in enumerate(node.body):
-            assignment = self._assignment(statement)
-
-            if assignment is not None:
-                node.body[index] = ast.copy_location(assignment, statement)
-                factories.add(statement.name)
-                self.rewrote()
-
-        if factories:
-            _NameInsteadOfCall(factories).visit(node)
-
-        return node
-
-    def _assignment(self, statement):
-        if not (
-            isinstance(statement, ast.FunctionDef)
-            and len(statement.decorator_list) == 1
-            and self.resolve(statement.decorator_list[0]) == "functools.cache"
-            and not statement.args.args
-            and len(statement.body) == 1
-            and isinstance(statement.body[0], ast.Return)
-        ):
-            return None
-
-        assignment = ast.Assign(
-            targets=[ast.Name(statement.name, ast.Store())],
-            value=statement.body[0].value,
-        )
-
-        if not GeneratedModule(ast.Module([assignment], []), self.aliases).autotuners():
-            return None
-
-        return assignment
-
-
-class _NameInsteadOfCall(Transformer):
-    def __init__(self, names):
-        self._names = names
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        if (
-            isinstance(node.func, ast.Name)
-            and node.func.id in self._names
-            and not node.args
-            and not node.keywords
-        ):
-            return node.func
-
-        return node
 
 
 class RejectAscendOnly(Pass):

@@ -135,7 +135,7 @@ class GeneratedModule:
             if isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)
-            and self._is_autotuned(statement.value)
+            and self.is_autotuned(statement.value)
         ]
 
     def autotune_calls(self):
@@ -151,7 +151,7 @@ class GeneratedModule:
         return [
             (functions.get(getattr(_first_argument(node), "id", None)), node.func)
             for node in self._host_nodes()
-            if self._is_autotuned(node)
+            if self.is_autotuned(node)
         ]
 
     def launches(self):
@@ -208,7 +208,7 @@ class GeneratedModule:
 
         return passes.walk(ast.Module(host, []))
 
-    def _is_autotuned(self, node):
+    def is_autotuned(self, node):
         """Whether ``node`` is ``triton.autotune(...)(kernel)``."""
 
         return (

@@ -23,7 +23,6 @@ from ninetoothed_ascend.compiler.emulation import (
     EmulateLibdeviceOnCpu,
     EmulateLibdeviceOnCuda,
     RejectAscendOnly,
-    RestoreModuleAutotune,
 )
 from ninetoothed_ascend.compiler.npu.autotune import DeferAutotune
 from ninetoothed_ascend.compiler.npu.autotune_key import FilterAutotuneKey
@@ -100,7 +99,6 @@ EMULATIONS = {
     "cpu": (
         EmulateLibdeviceOnCpu,
         EmulateHf32OnCpu,
-        RestoreModuleAutotune,
         RejectAscendOnly,
         BooleanMaskData,
         *CPU,

@@ -7,6 +7,7 @@ import triton
 import triton.language
 import triton.runtime.interpreter
 
+from ninetoothed_ascend.compiler.generated import block_sizes
 from ninetoothed_ascend.compiler.libdevice import MapLibdevice
 from ninetoothed_ascend.compiler.npu.libdevice import CUDA_LIBDEVICE_MODULES
 from ninetoothed_ascend.compiler.passes import (
@@ -313,37 +314,80 @@ class FixAutotuneConfig(Pass):
     elements per program (the largest product of block sizes; the first one on
     ties) runs fastest. ``name = triton.autotune(configs, key)(kernel)``
     becomes ``name = kernel`` and each launch ``name[grid](...)`` passes the
-    chosen block sizes as keywords.
+    chosen block sizes as keywords. An autotuner made by a module-level
+    factory (``def name(): return triton.autotune(...)(kernel)``, the NPU
+    variant's :class:`~ninetoothed_ascend.ascendify.DeferAutotune`, which
+    the CPU emulation runs) is replaced where it is made, and each launch
+    ``name()[grid](...)`` likewise.
     """
 
     TRIGGERS = ("triton.autotune",)
 
     def visit_Module(self, node):
         self._chosen = {}
+        self._factories = set()
 
-        for autotuner in self.module.autotuners():
-            self._chosen[autotuner.name] = max(
-                autotuner.block_sizes(),
+        for statement in node.body:
+            holder, name = self._autotuner(statement)
+
+            if holder is None:
+                continue
+
+            self._chosen[name] = max(
+                block_sizes(holder.value.func),
                 key=lambda sizes: math.prod(sizes.values()),
             )
-            autotuner.statement.value = autotuner.statement.value.args[0]
+            holder.value = holder.value.args[0]
             self.rewrote()
 
         self.generic_visit(node)
 
         return node
 
+    def _autotuner(self, statement):
+        """``(node whose value is the autotuner, name launched)`` for a module-level statement that makes one, else ``(None, None)``."""
+
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            holder, name = statement, statement.targets[0].id
+        elif (
+            isinstance(statement, ast.FunctionDef)
+            and not statement.args.args
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], ast.Return)
+        ):
+            holder, name = statement.body[0], statement.name
+        else:
+            return None, None
+
+        if not self.module.is_autotuned(holder.value):
+            return None, None
+
+        if holder is not statement:
+            self._factories.add(name)
+
+        return holder, name
+
     def visit_Call(self, node):
         self.generic_visit(node)
 
+        launched = node.func.value if isinstance(node.func, ast.Subscript) else None
+
         if (
-            isinstance(node.func, ast.Subscript)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in self._chosen
+            isinstance(launched, ast.Call)
+            and isinstance(launched.func, ast.Name)
+            and launched.func.id in self._factories
+            and not launched.args
         ):
+            launched = launched.func
+
+        if isinstance(launched, ast.Name) and launched.id in self._chosen:
             node.keywords.extend(
                 ast.keyword(name, ast.Constant(value))
-                for name, value in self._chosen[node.func.value.id].items()
+                for name, value in self._chosen[launched.id].items()
             )
 
         return node
