@@ -1,4 +1,4 @@
-"""conv2d's output store on an NCHW output: the scalar store against transposed DMA stores, through BiShengIR.
+"""conv2d's output store on an NCHW output: the scalar store against DMA stores, through BiShengIR.
 
 Runs in the triton-ascend environment with the ``bishengir`` extra (levels 2
 and 3: ``ttir`` + ``ttadapter``, then ``bishengir-compile`` up to the
@@ -8,16 +8,17 @@ variant per form of the output store, each compiled for the launch the
 example makes (:func:`ninetoothed_ascend.compile_check.launch_arguments`:
 triton-ascend 3.2's specialization) for every config of the set:
 
-* ``scalar``: the pipeline's own output (an NCHW output's store flag is
-  ``False``: ``ContiguousFlatAccess``'s store rule, docs/benchmarks.md).
-* ``dma``: the store flag without its unit-stride test (before 1dfe38b):
-  one DMA of the ``(BLOCK_M, BLOCK_N)`` tile whose innermost axis, the
-  filters, steps ``P * Q``.
-* ``transposed``: where the flag's collapse test holds, the output's rows
-  step 1 and its filters do not, the store writes ``tl.trans`` of the
-  value, converted to the output's type first, through swapped pointers and
-  mask: one DMA whose innermost axis steps 1 (what ``TransposeStridedTiles``
-  does for loads).
+* ``transposed``: the pipeline's own output. Where the store flag's
+  collapse test holds, the output's rows step 1 and its filters do not,
+  ``TransposeStridedTiles`` stores ``tl.trans`` of the value, converted to
+  the output's type first, through swapped pointers and mask: one DMA whose
+  innermost axis steps 1.
+* ``scalar``: the transposed store's launch flag ``False``: the store
+  flag is ``False`` on an NCHW output too (``ContiguousFlatAccess``'s store
+  rule, docs/benchmarks.md), so the store is a scalar loop.
+* ``dma``: the store flag without its unit-stride test (before 1dfe38b) and
+  the transposed store's flag ``False``: one DMA of the ``(BLOCK_M,
+  BLOCK_N)`` tile whose innermost axis, the filters, steps ``P * Q``.
 * ``transposed-program``: the accumulator computed transposed,
   ``tl.dot(Wᵀ, Xᵀ)`` into a ``(BLOCK_N, BLOCK_M)`` tile, every load of the
   program with its axes swapped (a ``tl.trans`` of a load is its inner,
@@ -54,29 +55,28 @@ from ninetoothed_ascend.compiler.passes import clone, import_aliases, resolve
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
 
-VARIANTS = ("scalar", "dma", "transposed", "transposed-program", "channels-last")
-
-#: The constexpr parameter the ``transposed`` variant adds.
-TRANSPOSED = "ninetoothed_ascend_transposed_store"
+VARIANTS = ("transposed", "scalar", "dma", "transposed-program", "channels-last")
 
 
 def variant_source(source, variant):
     """The NPU variant ``source`` (``str``) with its output store in form ``variant`` (one of :data:`VARIANTS`).
 
     :raises ValueError: no ``tl.store`` behind a ``ContiguousFlatAccess``
-        flag with a unit-stride test (the store rule) in ``source``.
+        flag with a unit-stride test (the store rule) and a
+        ``TransposeStridedTiles`` flag in ``source``.
     """
 
     tree = ast.parse(source)
     edit = _Edit(tree)
 
-    if variant in ("scalar", "channels-last"):
+    if variant in ("transposed", "channels-last"):
         return source
+
+    if variant in ("scalar", "dma"):
+        edit.transposed_keyword.value = ast.Constant(False)
 
     if variant == "dma":
         edit.flag_keyword.value = clone(edit.collapse_test)
-    elif variant == "transposed":
-        edit.transpose_store()
     elif variant == "transposed-program":
         edit.transpose_program()
 
@@ -118,15 +118,23 @@ class _Edit:
         # collapse test's innermost.
         self.column_stride = unit_stride.left
         self.row_stride = self.collapse_test.args[1].elts[-1]
+        # ``<transposed store> if T else <the store>`` (TransposeStridedTiles).
         self.store = next(
             node
             for node in ast.walk(self.kernel)
             if isinstance(node, ast.Expr)
-            and self.is_call(node.value, "triton.language.store")
+            and isinstance(node.value, ast.IfExp)
+            and self.is_call(node.value.orelse, "triton.language.store")
             and any(
                 isinstance(inner, ast.Name) and inner.id == self.flag
-                for inner in ast.walk(node.value.args[0])
+                for inner in ast.walk(node.value.orelse.args[0])
             )
+        )
+        self.plain_store = self.store.value.orelse
+        self.transposed_keyword = next(
+            item
+            for item in self.launch_call.keywords
+            if item.arg == self.store.value.test.id
         )
 
     def is_call(self, node, name):
@@ -138,47 +146,10 @@ class _Edit:
     def swapped_store(self, value):
         """The store on the flag's path, axes swapped, writing ``value``."""
 
-        store = SwapAxes().visit(on_path(clone(self.store.value), self.flag))
+        store = SwapAxes().visit(on_path(clone(self.plain_store), self.flag))
         store.args[1] = value
 
         return store
-
-    def transpose_store(self):
-        pointer = self.store.value.args[0]
-        element_type = ast.parse("x.dtype.element_ty").body[0].value
-        element_type.value.value = next(
-            node for node in ast.walk(pointer) if isinstance(node, ast.Name)
-        )
-        value = ast.Call(
-            ast.Attribute(clone(self.store.value.args[1]), "to", ast.Load()),
-            [element_type],
-            [],
-        )
-        self.store.value = ast.IfExp(
-            ast.Name(TRANSPOSED, ast.Load()),
-            self.swapped_store(self.trans(value)),
-            self.store.value,
-        )
-        self.kernel.args.args.append(
-            ast.arg(TRANSPOSED, ast.parse("triton.language.constexpr").body[0].value)
-        )
-        self.launch_call.keywords.append(
-            ast.keyword(
-                TRANSPOSED,
-                ast.BoolOp(
-                    ast.And(),
-                    [
-                        clone(self.collapse_test),
-                        ast.Compare(
-                            clone(self.row_stride), [ast.Eq()], [ast.Constant(1)]
-                        ),
-                        ast.Compare(
-                            clone(self.column_stride), [ast.NotEq()], [ast.Constant(1)]
-                        ),
-                    ],
-                ),
-            )
-        )
 
     def transpose_program(self):
         (dot,) = [
@@ -202,7 +173,7 @@ class _Edit:
             self.transposed(left, accumulator),
         ]
         self.store.value = self.swapped_store(
-            self.transposed(self.store.value.args[1], accumulator)
+            self.transposed(self.plain_store.args[1], accumulator)
         )
         self.flag_keyword.value = clone(self.collapse_test)
 
