@@ -8,13 +8,10 @@ variant per form of the output store, each compiled for the launch the
 example makes (:func:`ninetoothed_ascend.compile_check.launch_arguments`:
 triton-ascend 3.2's specialization) for every config of the set:
 
-* ``transposed``: the pipeline's own output. Where the output's rows
-  collapse within an image with a unit stride and its filters do not,
-  ``TransposeStridedTiles`` transposes the value, converted to the output's
-  type first, once, and stores it through swapped pointers and mask with
-  one DMA per image the tile's rows reach (the flat row index ``m = n * P
-  * Q + p * Q + q`` crosses images inside a tile; within image ``n`` the
-  address ``n * t0 + (m - n * P * Q) * t3`` is affine in ``m``): DMAs whose
+* ``transposed``: the pipeline's own output. Where the store flag's
+  collapse test holds, the output's rows step 1 and its filters do not,
+  ``TransposeStridedTiles`` stores ``tl.trans`` of the value, converted to
+  the output's type first, through swapped pointers and mask: one DMA whose
   innermost axis steps 1.
 * ``scalar``: the transposed store's launch flag ``False``: the store
   flag is ``False`` on an NCHW output too (``ContiguousFlatAccess``'s store
@@ -31,6 +28,12 @@ triton-ascend 3.2's specialization) for every config of the set:
   channels-last output (``torch.channels_last``): the store rule takes the
   fast path, a DMA whose innermost axis, the filters, steps 1. A reference:
   what a DMA store costs where the layout gives it.
+* ``segments``: for batch >= 2, whose flat row index ``m = n * P * Q + p *
+  Q + q`` crosses images inside a tile: where the image's own rows collapse
+  with a unit stride and the filters do not (a new constexpr the launch
+  sets), the value is transposed once and stored by a loop over the images
+  the tile touches, each a masked transposed DMA whose address ``n * t0 +
+  (m - n * P * Q) * t3`` is affine in ``m``; else the pipeline's store.
 
 Each row: ``DiscreteMemAccess`` markers in the ``ttadapter`` output,
 BiShengIR's outcome and its planned UB bytes (``--enable-memory-display``,
@@ -58,11 +61,22 @@ from ninetoothed_ascend.compiler.passes import (
     clone,
     import_aliases,
     resolve,
+    summands,
 )
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
 
-VARIANTS = ("transposed", "scalar", "dma", "transposed-program", "channels-last")
+VARIANTS = (
+    "transposed",
+    "scalar",
+    "dma",
+    "transposed-program",
+    "channels-last",
+    "segments",
+)
+
+#: The constexpr parameter the ``segments`` variant adds.
+SEGMENTS = "ninetoothed_ascend_segments"
 
 
 def variant_source(source, variant):
@@ -86,6 +100,8 @@ def variant_source(source, variant):
         edit.flag_keyword.value = clone(edit.collapse_test)
     elif variant == "transposed-program":
         edit.transpose_program()
+    elif variant == "segments":
+        edit.store_segments()
 
     return ast.unparse(ast.fix_missing_locations(tree))
 
@@ -125,22 +141,23 @@ class _Edit:
         # collapse test's innermost.
         self.column_stride = unit_stride.left
         self.row_stride = self.collapse_test.args[1].elts[-1]
-        # ``if T: <transposed stores> else: <the store>`` (TransposeStridedTiles).
+        # ``<transposed store> if T else <the store>`` (TransposeStridedTiles).
         self.store = next(
             node
             for node in ast.walk(self.kernel)
-            if isinstance(node, ast.If)
-            and len(node.orelse) == 1
-            and isinstance(node.orelse[0], ast.Expr)
-            and self.is_call(node.orelse[0].value, "triton.language.store")
+            if isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.IfExp)
+            and self.is_call(node.value.orelse, "triton.language.store")
             and any(
                 isinstance(inner, ast.Name) and inner.id == self.flag
-                for inner in ast.walk(node.orelse[0].value.args[0])
+                for inner in ast.walk(node.value.orelse.args[0])
             )
         )
-        self.plain_store = self.store.orelse[0].value
+        self.plain_store = self.store.value.orelse
         self.transposed_keyword = next(
-            item for item in self.launch_call.keywords if item.arg == self.store.test.id
+            item
+            for item in self.launch_call.keywords
+            if item.arg == self.store.value.test.id
         )
 
     def is_call(self, node, name):
@@ -156,6 +173,82 @@ class _Edit:
         store.args[1] = value
 
         return store
+
+    def store_segments(self):
+        plain = clone(self.plain_store)
+        pointer = plain.args[0]
+        (row,) = [
+            node
+            for node in ast.walk(pointer)
+            if isinstance(node, ast.IfExp)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == self.flag
+        ]
+        flat, unit = row.body.left, row.body.right
+        outer = next(summands(row.orelse))
+        images, image_stride = outer.left.right, outer.right
+        start = ast.BinOp(
+            *[term for term in summands(flat) if "arange" not in ast.unparse(term)],
+            ast.FloorDiv(),
+            clone(images),
+        )
+        (arange,) = [
+            node
+            for node in ast.walk(flat)
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("arange")
+        ]
+        first_row = ast.unparse(start.left)
+        block = ast.unparse(arange.args[1])
+        image_rows = ast.unparse(images)
+        n = "ninetoothed_ascend_image"
+        row.body = ast.parse(
+            f"({ast.unparse(flat)} - {n} * ({image_rows})) * {ast.unparse(unit)}"
+            f" + {n} * {ast.unparse(image_stride)}",
+            mode="eval",
+        ).body
+        store = on_path(plain, self.flag)
+        mask = next(item for item in store.keywords if item.arg == "mask")
+        mask.value = ast.parse(
+            f"({ast.unparse(mask.value)}) & ({ast.unparse(flat)} >= {n} * ({image_rows}))"
+            f" & ({ast.unparse(flat)} < {n} * ({image_rows}) + ({image_rows}))",
+            mode="eval",
+        ).body
+        store = SwapAxes().visit(store)
+        value = "ninetoothed_ascend_transposed_value"
+        store.args[1] = ast.Name(value, ast.Load())
+        loop = ast.parse(
+            f"if {SEGMENTS}:\n"
+            f"    {value} = triton.language.trans(({ast.unparse(self.plain_store.args[1])})"
+            f".to({ast.unparse(next(summands(pointer)))}.dtype.element_ty))\n"
+            f"    for {n} in range(({first_row}) // ({image_rows}), "
+            f"({first_row} + {block} - 1) // ({image_rows}) + 1):\n"
+            f"        {ast.unparse(store)}\n"
+            "else:\n"
+            "    pass\n"
+        ).body[0]
+        loop.orelse = [self.store]
+        for body in ast.walk(self.kernel):
+            for field in ("body", "orelse"):
+                statements = getattr(body, field, None)
+                if isinstance(statements, list) and any(
+                    statement is self.store for statement in statements
+                ):
+                    statements[statements.index(self.store)] = loop
+        self.kernel.args.args.append(
+            ast.arg(SEGMENTS, ast.parse("triton.language.constexpr").body[0].value)
+        )
+        sizes, strides = self.collapse_test.args
+        self.launch_call.keywords.append(
+            ast.keyword(
+                SEGMENTS,
+                ast.parse(
+                    f"{flat_access.COLLAPSES}(({ast.unparse(sizes.elts[-2])}, {ast.unparse(sizes.elts[-1])}),"
+                    f" ({ast.unparse(strides.elts[-2])}, {ast.unparse(strides.elts[-1])}))"
+                    f" and {ast.unparse(self.row_stride)} == 1 and {ast.unparse(self.column_stride)} != 1",
+                    mode="eval",
+                ).body,
+            )
+        )
 
     def transpose_program(self):
         (dot,) = [
@@ -178,11 +271,9 @@ class _Edit:
             self.transposed(right, accumulator),
             self.transposed(left, accumulator),
         ]
-        # The ``if`` with the swapped store alone in both branches.
-        swapped = ast.Expr(
-            self.swapped_store(self.transposed(self.plain_store.args[1], accumulator))
+        self.store.value = self.swapped_store(
+            self.transposed(self.plain_store.args[1], accumulator)
         )
-        self.store.body, self.store.orelse = [swapped], [clone(swapped)]
         self.flag_keyword.value = clone(self.collapse_test)
 
     def transposed(self, node, accumulator):

@@ -3,7 +3,7 @@
 import ast
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
-from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES, digit_groups
+from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
 from ninetoothed_ascend.compiler.passes import (
     Pass,
     arange_positions,
@@ -135,152 +135,56 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
 
-        if not (self.owner.is_call_to(node, "triton.language.load") and node.args):
+        if not (
+            self.owner.is_call_to(node, "triton.language.load", "triton.language.store")
+            and node.args
+        ):
             return node
 
-        match = self.match(node)
+        is_store = self.owner.is_call_to(node, "triton.language.store")
+        match = self.store_match(node) if is_store else self.match(node)
 
         if match is None:
             return node
 
         flag, unit_stride, column_stride = match
-        name = self.flag(
-            [
-                clone(self.flags[flag]),
-                ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
-                ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
-            ]
-        )
-        transposed = SwapAxes().visit(on_path(clone(node), flag))
-        self.owner.rewrote()
-
-        return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
-
-    def flag(self, tests):
-        """A new constexpr parameter, which the launch sets to the ``and`` of ``tests`` (``ast`` expressions)."""
-
         name = self.owner.new_flag()
         self.kernel.args.args.append(
             ast.arg(name, ast.parse("triton.language.constexpr").body)
         )
-        self.launch_call.keywords.append(
-            ast.keyword(name, ast.BoolOp(ast.And(), tests))
-        )
-
-        return name
-
-    def visit_Expr(self, node):
-        self.generic_visit(node)
-        store = node.value
-
-        if not (self.owner.is_call_to(store, "triton.language.store") and store.args):
-            return node
-
-        match = self.store_match(store)
-
-        if match is None:
-            return node
-
-        flag, unit_stride, column_stride, group = match
-        name = self.flag(
+        test = ast.BoolOp(
+            ast.And(),
             [
-                ast.Call(
-                    ast.Name(COLLAPSES, ast.Load()),
-                    [
-                        ast.Tuple(
-                            [clone(size) for size in group.size_arguments[1:]],
-                            ast.Load(),
-                        ),
-                        ast.Tuple(
-                            [clone(stride) for stride in group.stride_arguments[1:]],
-                            ast.Load(),
-                        ),
-                    ],
-                    [],
-                ),
+                clone(self.flags[flag]),
                 ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
                 ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
-            ]
+            ],
         )
+        self.launch_call.keywords.append(ast.keyword(name, test))
+        transposed = SwapAxes().visit(on_path(clone(node), flag))
         self.owner.rewrote()
 
-        return ast.If(
-            ast.Name(name, ast.Load()),
-            self.segments(store, flag, group, name),
-            [node],
-        )
-
-    def segments(self, store, flag, group, name):
-        """The statements that store ``store``'s value transposed, one masked DMA per value of ``group``'s outer digit that the tile's rows reach."""
-
-        flat = ast.unparse(group.flat_index)
-        images = ast.unparse(group.digits[0].right)
-        value = f"{name}_value"
-        index = f"{name}_index"
-        (row,) = [
-            term
-            for term in summands(store.args[0])
-            if isinstance(term, ast.IfExp)
-            and isinstance(term.test, ast.Name)
-            and term.test.id == flag
-        ]
-        (lanes,) = [
-            term
-            for term in summands(group.flat_index)
-            if arange_positions(self.owner, term)
-        ]
-        first = " + ".join(
-            ast.unparse(term)
-            for term in summands(group.flat_index)
-            if term is not lanes
-        )
-        segment = clone(store)
-        (segment_row,) = [
-            term
-            for term in summands(segment.args[0])
-            if ast.dump(term) == ast.dump(row)
-        ]
-        # Within one value ``n`` of the outer digit the inner digits collapse:
-        # the address is ``n * t0 + (L - n * D) * t_inner``, affine in ``L``.
-        segment_row.body = ast.parse(
-            f"({flat} - {index} * ({images})) * {group.strides[-1]}"
-            f" + {index} * {group.strides[0]}",
-            mode="eval",
-        ).body
-        segment = on_path(segment, flag)
-        mask = keyword(segment, "mask")
-        bounds = (
-            f"({flat} >= {index} * ({images})) & ({flat} < ({index} + 1) * ({images}))"
-        )
-
-        if mask is None:
-            segment.keywords.append(
-                ast.keyword("mask", ast.parse(bounds, mode="eval").body)
+        if is_store:
+            # The value as the output's type, then transposed: swapping its
+            # axes (``SwapAxes``) would not transpose the value's own tiles.
+            value = ast.Call(
+                ast.Attribute(clone(node.args[1]), "to", ast.Load()),
+                [
+                    ast.Attribute(
+                        ast.Attribute(
+                            clone(next(summands(node.args[0]))), "dtype", ast.Load()
+                        ),
+                        "element_ty",
+                        ast.Load(),
+                    )
+                ],
+                [],
             )
-        else:
-            mask.value = ast.parse(
-                f"({ast.unparse(mask.value)}) & {bounds}", mode="eval"
-            ).body
-        segment = SwapAxes().visit(segment)
-        segment.args[1] = ast.Name(value, ast.Load())
-        # The value as the output's type, then transposed, once: swapping its
-        # axes (``SwapAxes``) would not transpose the value's own tiles.
-        transposed = self.trans(
-            store,
-            ast.parse(
-                f"({ast.unparse(store.args[1])})"
-                f".to({ast.unparse(next(summands(store.args[0])))}.dtype.element_ty)",
-                mode="eval",
-            ).body,
-        )
-        extent = ast.unparse(lanes.value.args[-1])
-        loop = ast.parse(
-            f"for {index} in range(({first}) // ({images}),"
-            f" ({first} + {extent} - 1) // ({images}) + 1):\n    pass"
-        ).body[0]
-        loop.body = [ast.Expr(segment)]
+            transposed.args[1] = self.trans(node, value)
 
-        return [ast.Assign([ast.Name(value, ast.Store())], transposed), loop]
+            return ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
+
+        return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
 
     def trans(self, call, node):
         """``tl.trans(node)``, spelled through the module ``call`` (a ``tl`` call) is reached by."""
@@ -294,11 +198,7 @@ class _Rewriter(ast.NodeTransformer):
         )
 
     def store_match(self, store):
-        """``(FLAG, t, s, G)`` for a store of the matched form (:meth:`match`'s first three) and a 2-D value, ``G`` the :class:`~ninetoothed_ascend.compiler.npu.flat_access.DigitGroup` of its rows, else ``None``.
-
-        The rows' flat index ``L`` must be one ``arange(0, B)[:, None]``
-        plus scalars, the outer digit ``L // D``, and no digit offset.
-        """
+        """``(FLAG, t, s)`` as :meth:`match` gives it, for a store of the matched form and a 2-D value, else ``None``."""
 
         if not (
             len(store.args) == 2
@@ -308,47 +208,7 @@ class _Rewriter(ast.NodeTransformer):
         ):
             return None
 
-        match = self.address_match(store.args[0], keyword(store, "mask"))
-
-        if match is None:
-            return None
-
-        (row,) = [
-            term
-            for term in summands(store.args[0])
-            if isinstance(term, ast.IfExp)
-            and isinstance(term.test, ast.Name)
-            and term.test.id == match[0]
-        ]
-        groups = list(digit_groups(self.owner, row.orelse, self.arguments))
-
-        if len(groups) != 1:
-            return None
-
-        (group,) = groups
-        lanes = [
-            term
-            for term in summands(group.flat_index)
-            if arange_positions(self.owner, term)
-        ]
-        outer = group.digits[0]
-
-        if not (
-            len(group.terms) == len(list(summands(row.orelse)))
-            and not any(group.offsets)
-            and len(lanes) == 1
-            and isinstance(lanes[0], ast.Subscript)
-            and self.owner.is_call_to(lanes[0].value, "triton.language.arange")
-            and len(lanes[0].value.args) == 2
-            and isinstance(lanes[0].value.args[0], ast.Constant)
-            and lanes[0].value.args[0].value == 0
-            and isinstance(outer, ast.BinOp)
-            and isinstance(outer.op, ast.FloorDiv)
-            and ast.dump(outer.left) == ast.dump(group.flat_index)
-        ):
-            return None
-
-        return (*match, group)
+        return self.address_match(store.args[0], keyword(store, "mask"))
 
     def two_dimensional_tile(self, value, seen=frozenset()):
         """Whether ``value`` is a 2-D tile: it holds, outside any call that changes a rank, a load of a 2-D address or a name the kernel assigns one.

@@ -377,7 +377,7 @@ class _Model:
         self.loads = 0
         self.statement_loads = set()
         self.statement_loads_tiles = {}
-        statements = list(_flatten(kernel.body, None, self.branch))
+        statements = list(_flatten(kernel.body, None, self.static_test))
         last_use = self.analysis.last_uses(statements)
         defined_at = {}
         loop_body = {
@@ -543,19 +543,35 @@ class _Model:
             if (
                 isinstance(node.test, ast.Name)
                 and node.test.id in self.parameters
-                and isinstance(node.body, ast.Call)
-                and self.name(node.body.func) == "triton.language.trans"
+                and self.transposed(node.body)
             ):
                 # TransposeStridedTiles' choice, a constexpr the launch sets:
                 # it takes the transposed load only where the plain one has a
                 # strided innermost axis, whose cost here (32 bytes per
                 # element and more) bounds the transposed load's (12 to 14
-                # bytes per element measured, TransposeStridedTiles).
+                # bytes per element measured, TransposeStridedTiles); the
+                # transposed store only where the plain one is a scatter (32
+                # bytes per element here; the transposed store plans 4 to 6
+                # more than BiShengIR's scalar store, TransposeStridedTiles).
                 return self.expression(node.orelse)
 
             return self.combine([node.test, node.body, node.orelse])
 
         return None, 0, 0
+
+    def transposed(self, node):
+        """Whether ``node`` is ``tl.trans(...)`` or a ``tl.store`` of one: ``TransposeStridedTiles``' transposed branch."""
+
+        if not isinstance(node, ast.Call):
+            return False
+
+        name = self.name(node.func)
+
+        return name == "triton.language.trans" or (
+            name == "triton.language.store"
+            and len(node.args) > 1
+            and self.transposed(node.args[1])
+        )
 
     def combine(self, operands, elem=None, result=None, temporaries=0):
         held = used = 0
@@ -918,37 +934,6 @@ class _Model:
 
         return node
 
-    def branch(self, statement):
-        """Whether Triton compiles the body (``True``) or the ``else`` (``False``) of the ``if`` ``statement``, where the model can tell; else ``None``.
-
-        A test on constexpr integers (:meth:`static_test`) or a given
-        constexpr; and ``TransposeStridedTiles``' choice ``if T: <a
-        transposed store> else: <the store>``, ``T`` a constexpr the launch
-        sets: it takes the transposed store only where the plain one is a
-        scatter, whose cost here (32 bytes per element) bounds the
-        transposed store's (4 to 6 bytes per element more than BiShengIR's
-        scalar store, ``TransposeStridedTiles``).
-        """
-
-        test = statement.test
-
-        if isinstance(test, ast.Name) and test.id in self.constexprs:
-            return bool(self.constexprs[test.id])
-
-        if (
-            isinstance(test, ast.Name)
-            and test.id in self.parameters
-            and any(
-                isinstance(node, ast.Call)
-                and self.name(node.func) == "triton.language.trans"
-                for inner in statement.body
-                for node in ast.walk(inner)
-            )
-        ):
-            return False
-
-        return self.static_test(test)
-
     def static_test(self, test):
         """The value of an ``if`` test on constexpr integers, or ``None`` if it is not one."""
 
@@ -1018,30 +1003,30 @@ class _Model:
         return DTYPE_BYTES.get(name.rsplit(".", 1)[-1], DEFAULT_ELEM_BYTES)
 
 
-def _flatten(body, loop, branch):
+def _flatten(body, loop, static_test):
     """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies.
 
-    An ``if`` whose branch ``branch(statement)`` tells keeps only that branch.
+    An ``if`` on constexpr values keeps only the branch Triton compiles.
     """
 
     for statement in body:
         if isinstance(statement, ast.If):
-            taken = branch(statement)
+            taken = static_test(statement.test)
 
             if taken is not None:
                 yield from _flatten(
-                    statement.body if taken else statement.orelse, loop, branch
+                    statement.body if taken else statement.orelse, loop, static_test
                 )
                 continue
 
         yield statement, loop
 
         if isinstance(statement, (ast.For, ast.While)):
-            yield from _flatten(statement.body, statement, branch)
-            yield from _flatten(statement.orelse, loop, branch)
+            yield from _flatten(statement.body, statement, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
         elif isinstance(statement, ast.If):
-            yield from _flatten(statement.body, loop, branch)
-            yield from _flatten(statement.orelse, loop, branch)
+            yield from _flatten(statement.body, loop, static_test)
+            yield from _flatten(statement.orelse, loop, static_test)
 
 
 def _last_uses(statements):
