@@ -237,18 +237,24 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
 
 
 @pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("memory_format", ["contiguous_format", "channels_last"])
+@pytest.mark.parametrize(
+    "memory_format", ["contiguous_format", "channels_last", "width_major"]
+)
 def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
     memory_format, batch
 ):
-    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through the scalar store, a channels-last one through the DMA; all match torch, for a contiguous and a strided input."""
+    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through the scalar store, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
 
     module = shared_example("conv2d")
     (case,) = [case for case in examples.cases(module) if case.get("batch") == batch]
     input, weight, bias = module.inputs("cpu", torch.float32, **case)
     expected = module.reference(input, weight, bias)
     launch = module.kernel.emulated("cpu")
-    output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
+    if memory_format == "width_major":
+        # Pixels stored column by column: no layout collapses the rows.
+        output = expected.transpose(2, 3).contiguous().transpose(2, 3)
+    else:
+        output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
     source = module.kernel.source("npu")
     (store_flag,) = [
         node.test.id
@@ -260,8 +266,10 @@ def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
     ]
     transposed = launch_flag(source, launch_keywords(source, "conv2d")[store_flag])
 
-    # The output seen as ``(N * P * Q, K)``: its rows collapse for batch 1
-    # or a channels-last output; its filters step 1 only in channels-last.
+    # The output seen as ``(N * P * Q, K)``: its rows collapse for an NCHW
+    # output of batch 1 or a channels-last one, never for a width-major one;
+    # its filters step 1 only in channels-last, which takes
+    # ContiguousFlatAccess's DMA instead.
     assert transposed(output) == (batch == 1 and memory_format == "contiguous_format")
 
     strided = input.transpose(2, 3).contiguous().transpose(2, 3)

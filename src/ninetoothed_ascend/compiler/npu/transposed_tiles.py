@@ -82,9 +82,11 @@ class TransposeStridedTiles(Pass):
     s != 1``, where ``C`` is ``FLAG``'s collapse test without the unit-stride
     test ``ContiguousFlatAccess`` adds to a store's flag (a launch that sets
     ``T`` leaves ``FLAG`` ``False``; ``FLAG``'s path is still the right
-    address wherever ``C`` holds). Only where the stored value is a 2-D tile
-    ``tl.trans`` can transpose (:meth:`_Rewriter.two_dimensional_tile`). The value is converted to the output's type before it is
-    transposed: the transposed copy then takes the output's element size.
+    address wherever ``C`` holds). Only where the stored value is a 2-D
+    tile ``tl.trans`` can transpose (:meth:`_Rewriter.two_dimensional_tile`).
+    The value is converted to the output's type before it is transposed: the
+    transposed copy then takes the output's element size (transposed first,
+    2 B more per element in fp16).
     Constraint (measured with ascendnpu-ir 1.2.0, Ascend910B1, 196,608 B of
     UB; ``bench/conv2d_store.py --configs all``, docs/benchmarks.md, "conv2d's
     NCHW output store as a transposed DMA"): conv2d's NCHW output of batch 1
