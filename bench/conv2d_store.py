@@ -1,4 +1,4 @@
-"""conv2d's output store on an NCHW output: the scalar store against transposed DMA stores, through BiShengIR.
+"""conv2d's output store on an NCHW output: the scalar store against DMA stores, through BiShengIR.
 
 Runs in the triton-ascend environment with the ``bishengir`` extra (levels 2
 and 3: ``ttir`` + ``ttadapter``, then ``bishengir-compile`` up to the
@@ -8,16 +8,17 @@ variant per form of the output store, each compiled for the launch the
 example makes (:func:`ninetoothed_ascend.compile_check.launch_arguments`:
 triton-ascend 3.2's specialization) for every config of the set:
 
-* ``scalar``: the pipeline's own output (an NCHW output's store flag is
-  ``False``: ``ContiguousFlatAccess``'s store rule, docs/benchmarks.md).
-* ``dma``: the store flag without its unit-stride test (before 1dfe38b):
-  one DMA of the ``(BLOCK_M, BLOCK_N)`` tile whose innermost axis, the
-  filters, steps ``P * Q``.
-* ``transposed``: where the flag's collapse test holds, the output's rows
-  step 1 and its filters do not, the store writes ``tl.trans`` of the
-  value, converted to the output's type first, through swapped pointers and
-  mask: one DMA whose innermost axis steps 1 (what ``TransposeStridedTiles``
-  does for loads).
+* ``transposed``: the pipeline's own output. Where the store flag's
+  collapse test holds, the output's rows step 1 and its filters do not,
+  ``TransposeStridedTiles`` stores ``tl.trans`` of the value, converted to
+  the output's type first, through swapped pointers and mask: one DMA whose
+  innermost axis steps 1.
+* ``scalar``: the transposed store's launch flag ``False``: the store
+  flag is ``False`` on an NCHW output too (``ContiguousFlatAccess``'s store
+  rule, docs/benchmarks.md), so the store is a scalar loop.
+* ``dma``: the store flag without its unit-stride test (before 1dfe38b) and
+  the transposed store's flag ``False``: one DMA of the ``(BLOCK_M,
+  BLOCK_N)`` tile whose innermost axis, the filters, steps ``P * Q``.
 * ``transposed-program``: the accumulator computed transposed,
   ``tl.dot(Wᵀ, Xᵀ)`` into a ``(BLOCK_N, BLOCK_M)`` tile, every load of the
   program with its axes swapped (a ``tl.trans`` of a load is its inner,
@@ -27,12 +28,18 @@ triton-ascend 3.2's specialization) for every config of the set:
   channels-last output (``torch.channels_last``): the store rule takes the
   fast path, a DMA whose innermost axis, the filters, steps 1. A reference:
   what a DMA store costs where the layout gives it.
+* ``segments``: for batch >= 2, whose flat row index ``m = n * P * Q + p *
+  Q + q`` crosses images inside a tile: where the image's own rows collapse
+  with a unit stride and the filters do not (a new constexpr the launch
+  sets), the value is transposed once and stored by a loop over the images
+  the tile touches, each a masked transposed DMA whose address ``n * t0 +
+  (m - n * P * Q) * t3`` is affine in ``m``; else the pipeline's store.
 
 Each row: ``DiscreteMemAccess`` markers in the ``ttadapter`` output,
 BiShengIR's outcome and its planned UB bytes (``--enable-memory-display``,
 multi-buffer copies included).
 
-    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--configs launch|all] [--variants ...]
+    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--configs launch|all] [--variants ...] [--repeat N]
 """
 
 import argparse
@@ -50,35 +57,51 @@ from ninetoothed_ascend import bishengir, compile_check, examples
 from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.compiler.npu import flat_access
 from ninetoothed_ascend.compiler.npu.transposed_tiles import SwapAxes, on_path
-from ninetoothed_ascend.compiler.passes import clone, import_aliases, resolve
+from ninetoothed_ascend.compiler.passes import (
+    clone,
+    import_aliases,
+    resolve,
+    summands,
+)
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
 
-VARIANTS = ("scalar", "dma", "transposed", "transposed-program", "channels-last")
+VARIANTS = (
+    "transposed",
+    "scalar",
+    "dma",
+    "transposed-program",
+    "channels-last",
+    "segments",
+)
 
-#: The constexpr parameter the ``transposed`` variant adds.
-TRANSPOSED = "ninetoothed_ascend_transposed_store"
+#: The constexpr parameter the ``segments`` variant adds.
+SEGMENTS = "ninetoothed_ascend_segments"
 
 
 def variant_source(source, variant):
     """The NPU variant ``source`` (``str``) with its output store in form ``variant`` (one of :data:`VARIANTS`).
 
     :raises ValueError: no ``tl.store`` behind a ``ContiguousFlatAccess``
-        flag with a unit-stride test (the store rule) in ``source``.
+        flag with a unit-stride test (the store rule) and a
+        ``TransposeStridedTiles`` flag in ``source``.
     """
+
+    if variant in ("transposed", "channels-last"):
+        return source
 
     tree = ast.parse(source)
     edit = _Edit(tree)
 
-    if variant in ("scalar", "channels-last"):
-        return source
+    if variant in ("scalar", "dma"):
+        edit.transposed_keyword.value = ast.Constant(False)
 
     if variant == "dma":
         edit.flag_keyword.value = clone(edit.collapse_test)
-    elif variant == "transposed":
-        edit.transpose_store()
     elif variant == "transposed-program":
         edit.transpose_program()
+    elif variant == "segments":
+        edit.store_segments()
 
     return ast.unparse(ast.fix_missing_locations(tree))
 
@@ -118,15 +141,23 @@ class _Edit:
         # collapse test's innermost.
         self.column_stride = unit_stride.left
         self.row_stride = self.collapse_test.args[1].elts[-1]
+        # ``<transposed store> if T else <the store>`` (TransposeStridedTiles).
         self.store = next(
             node
             for node in ast.walk(self.kernel)
             if isinstance(node, ast.Expr)
-            and self.is_call(node.value, "triton.language.store")
+            and isinstance(node.value, ast.IfExp)
+            and self.is_call(node.value.orelse, "triton.language.store")
             and any(
                 isinstance(inner, ast.Name) and inner.id == self.flag
-                for inner in ast.walk(node.value.args[0])
+                for inner in ast.walk(node.value.orelse.args[0])
             )
+        )
+        self.plain_store = self.store.value.orelse
+        self.transposed_keyword = next(
+            item
+            for item in self.launch_call.keywords
+            if item.arg == self.store.value.test.id
         )
 
     def is_call(self, node, name):
@@ -138,45 +169,84 @@ class _Edit:
     def swapped_store(self, value):
         """The store on the flag's path, axes swapped, writing ``value``."""
 
-        store = SwapAxes().visit(on_path(clone(self.store.value), self.flag))
+        store = SwapAxes().visit(on_path(clone(self.plain_store), self.flag))
         store.args[1] = value
 
         return store
 
-    def transpose_store(self):
-        pointer = self.store.value.args[0]
-        element_type = ast.parse("x.dtype.element_ty").body[0].value
-        element_type.value.value = next(
-            node for node in ast.walk(pointer) if isinstance(node, ast.Name)
+    def store_segments(self):
+        plain = clone(self.plain_store)
+        pointer = plain.args[0]
+        (row,) = [
+            node
+            for node in ast.walk(pointer)
+            if isinstance(node, ast.IfExp)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == self.flag
+        ]
+        flat, unit = row.body.left, row.body.right
+        outer = next(summands(row.orelse))
+        images, image_stride = outer.left.right, outer.right
+        start = ast.BinOp(
+            *[term for term in summands(flat) if "arange" not in ast.unparse(term)],
+            ast.FloorDiv(),
+            clone(images),
         )
-        value = ast.Call(
-            ast.Attribute(clone(self.store.value.args[1]), "to", ast.Load()),
-            [element_type],
-            [],
-        )
-        self.store.value = ast.IfExp(
-            ast.Name(TRANSPOSED, ast.Load()),
-            self.swapped_store(self.trans(value)),
-            self.store.value,
-        )
+        (arange,) = [
+            node
+            for node in ast.walk(flat)
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("arange")
+        ]
+        first_row = ast.unparse(start.left)
+        block = ast.unparse(arange.args[1])
+        image_rows = ast.unparse(images)
+        n = "ninetoothed_ascend_image"
+        row.body = ast.parse(
+            f"({ast.unparse(flat)} - {n} * ({image_rows})) * {ast.unparse(unit)}"
+            f" + {n} * {ast.unparse(image_stride)}",
+            mode="eval",
+        ).body
+        store = on_path(plain, self.flag)
+        mask = next(item for item in store.keywords if item.arg == "mask")
+        mask.value = ast.parse(
+            f"({ast.unparse(mask.value)}) & ({ast.unparse(flat)} >= {n} * ({image_rows}))"
+            f" & ({ast.unparse(flat)} < {n} * ({image_rows}) + ({image_rows}))",
+            mode="eval",
+        ).body
+        store = SwapAxes().visit(store)
+        value = "ninetoothed_ascend_transposed_value"
+        store.args[1] = ast.Name(value, ast.Load())
+        loop = ast.parse(
+            f"if {SEGMENTS}:\n"
+            f"    {value} = triton.language.trans(({ast.unparse(self.plain_store.args[1])})"
+            f".to({ast.unparse(next(summands(pointer)))}.dtype.element_ty))\n"
+            f"    for {n} in range(({first_row}) // ({image_rows}), "
+            f"({first_row} + {block} - 1) // ({image_rows}) + 1):\n"
+            f"        {ast.unparse(store)}\n"
+            "else:\n"
+            "    pass\n"
+        ).body[0]
+        loop.orelse = [self.store]
+        for body in ast.walk(self.kernel):
+            for field in ("body", "orelse"):
+                statements = getattr(body, field, None)
+                if isinstance(statements, list) and any(
+                    statement is self.store for statement in statements
+                ):
+                    statements[statements.index(self.store)] = loop
         self.kernel.args.args.append(
-            ast.arg(TRANSPOSED, ast.parse("triton.language.constexpr").body[0].value)
+            ast.arg(SEGMENTS, ast.parse("triton.language.constexpr").body[0].value)
         )
+        sizes, strides = self.collapse_test.args
         self.launch_call.keywords.append(
             ast.keyword(
-                TRANSPOSED,
-                ast.BoolOp(
-                    ast.And(),
-                    [
-                        clone(self.collapse_test),
-                        ast.Compare(
-                            clone(self.row_stride), [ast.Eq()], [ast.Constant(1)]
-                        ),
-                        ast.Compare(
-                            clone(self.column_stride), [ast.NotEq()], [ast.Constant(1)]
-                        ),
-                    ],
-                ),
+                SEGMENTS,
+                ast.parse(
+                    f"{flat_access.COLLAPSES}(({ast.unparse(sizes.elts[-2])}, {ast.unparse(sizes.elts[-1])}),"
+                    f" ({ast.unparse(strides.elts[-2])}, {ast.unparse(strides.elts[-1])}))"
+                    f" and {ast.unparse(self.row_stride)} == 1 and {ast.unparse(self.column_stride)} != 1",
+                    mode="eval",
+                ).body,
             )
         )
 
@@ -202,7 +272,7 @@ class _Edit:
             self.transposed(left, accumulator),
         ]
         self.store.value = self.swapped_store(
-            self.transposed(self.store.value.args[1], accumulator)
+            self.transposed(self.plain_store.args[1], accumulator)
         )
         self.flag_keyword.value = clone(self.collapse_test)
 
@@ -261,6 +331,13 @@ def main():
         "--configs", choices=compile_check.CONFIG_SETS, default="launch"
     )
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="compile ttir and ttadapter this many times per config, counting failures"
+        " (triton-adapter-opt crashed nondeterministically on one form)",
+    )
     arguments = parser.parse_args()
     example = examples.load_module(EXAMPLE)
     handle = example.kernel
@@ -301,9 +378,26 @@ def main():
                         for name, value in config.items()
                         if "BLOCK_SIZE" in name
                     )
-                    linalg, _ = compile_check.compile_stages(
-                        kernel, signature, constants, attrs=attrs
-                    )
+                    linalg, failures = None, []
+
+                    for _ in range(arguments.repeat):
+                        try:
+                            linalg, _ = compile_check.compile_stages(
+                                kernel, signature, constants, attrs=attrs
+                            )
+                        except compile_check.StageError as error:
+                            failures.append(str(error).splitlines()[0])
+
+                    if failures:
+                        print(
+                            f"| {variant} | {dtype_name} | {blocks} | — | {len(failures)} of "
+                            f"{arguments.repeat} compiles failed: {failures[0][:80]} | — |",
+                            flush=True,
+                        )
+
+                    if linalg is None:
+                        continue
+
                     result = bishengir.compile_linalg(
                         linalg, memory_report=True, timeout=300
                     )

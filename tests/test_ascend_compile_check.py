@@ -15,7 +15,7 @@ from helpers import (
     shared_example,
 )
 
-from ninetoothed_ascend import ascendify
+from ninetoothed_ascend import ascendify, examples
 from ninetoothed_ascend.ascendify import run_pipeline
 from ninetoothed_ascend.compile_check import (
     StageError,
@@ -138,6 +138,24 @@ def test_pooling_contiguous_launches_keep_only_the_window_gather(name):
     ):
         # The load's loop yields the gathered tile; a scalar store would mark
         # the ``tensor.extract`` of each element instead.
+        assert result.linalg.count("DiscreteMemAccess") == 1, result.config
+        assert "scf.yield {DiscreteMemAccess}" in result.linalg, result.config
+
+
+def test_conv2d_nchw_output_of_batch_1_is_stored_with_one_dma():
+    """TransposeStridedTiles on conv2d's store: a batch-1 NCHW launch keeps only the window gather (1 ``DiscreteMemAccess``; 3 with the scalar store, docs/benchmarks.md)."""
+
+    module = shared_example("conv2d")
+    (case,) = [case for case in examples.cases(module) if case.get("batch") == 1]
+    results = check_variant(
+        module.kernel,
+        module.launch,
+        *module.inputs("cpu", torch.float16, **case),
+        extremes="bytes",
+    )
+
+    assert results
+    for result in results:
         assert result.linalg.count("DiscreteMemAccess") == 1, result.config
         assert "scf.yield {DiscreteMemAccess}" in result.linalg, result.config
 

@@ -21,13 +21,12 @@ def rewrite(source):
 def test_the_load_gets_a_transposed_branch_chosen_by_a_launch_flag():
     rewritten = rewrite(TRANSPOSED)
 
-    assert dict(rewritten.rewrites)["TransposeStridedTiles"] == 1
+    # The load's and the store's (next test).
+    assert dict(rewritten.rewrites)["TransposeStridedTiles"] == 2
     (choice,) = [
         node
-        for node in ast.walk(ast.parse(rewritten.source))
-        if isinstance(node, ast.IfExp)
-        and isinstance(node.test, ast.Name)
-        and node.test.id.startswith(FLAG_PREFIX)
+        for node in _choices(rewritten.source)
+        if "tl.store" not in ast.unparse(node)
     ]
     transposed = ast.unparse(choice.body)
     # The rows' fast path, its arange now innermost; the columns outer.
@@ -41,8 +40,61 @@ def test_the_load_gets_a_transposed_branch_chosen_by_a_launch_flag():
         f"{COLLAPSES}((x.size(0), x.size(2)), (x.stride(0), x.stride(2)))"
         " and x.stride(2) == 1 and (x.stride(1) != 1)"
     )
-    # The store is not a load: its fast path is ContiguousFlatAccess's alone.
-    assert sum(name.startswith(FLAG_PREFIX) for name in flags) == 1
+
+
+def _choices(source):
+    return [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Name)
+        and node.test.id.startswith(FLAG_PREFIX)
+    ]
+
+
+def test_the_store_gets_a_transposed_branch_chosen_by_a_launch_flag():
+    # The store's flag from ContiguousFlatAccess asks for a unit stride on its
+    # columns; the transposed store is for the launches whose rows collapse
+    # and step 1 while the columns do not (conv2d's NCHW output of batch 1).
+    # Its values: tests/test_npu_emulation.py runs conv2d's NPU variant.
+    rewritten = rewrite(TRANSPOSED)
+
+    assert dict(rewritten.rewrites)["TransposeStridedTiles"] == 2
+    (choice,) = [
+        node for node in _choices(rewritten.source) if "tl.store" in ast.unparse(node)
+    ]
+    transposed = ast.unparse(choice.body)
+    assert transposed.startswith("tl.store(y_pointer + ")
+    assert "(i * BLOCK + tl.arange(0, BLOCK)[None, :]) * y_stride_2" in transposed
+    assert "tl.arange(0, N)[:, None] * y_stride_1" in transposed
+    assert "//" not in transposed
+    # The value, converted to the output's type, then transposed.
+    assert transposed.endswith(", tl.trans(tile.to(y_pointer.dtype.element_ty)))"), (
+        transposed
+    )
+    assert ast.unparse(choice.orelse).startswith("tl.store(y_pointer + ((i * BLOCK")
+    flags = launch_keywords(rewritten.source)
+    # The collapse test of the store's flag, without its unit-stride test.
+    assert flags[choice.test.id] == (
+        f"{COLLAPSES}((y.size(0), y.size(2)), (y.stride(0), y.stride(2)))"
+        " and y.stride(2) == 1 and (y.stride(1) != 1)"
+    )
+
+
+def test_a_store_of_a_value_that_is_not_a_2d_tile_is_left_alone():
+    # ``tl.trans`` needs the value's two axes: a scalar, or a tile whose rank
+    # a reduction changed, keeps the plain store.
+    for value in ("1.0", "tl.sum(tile, 1)[:, None]"):
+        rewritten = rewrite(
+            TRANSPOSED.replace("y_stride_1, tile)", f"y_stride_1, {value})")
+        )
+
+        assert dict(rewritten.rewrites)["TransposeStridedTiles"] == 1
+        assert not [
+            node
+            for node in _choices(rewritten.source)
+            if "tl.store" in ast.unparse(node)
+        ]
 
 
 def test_tiles_without_a_flattened_row_group_or_a_strided_column_are_left_alone():
@@ -58,6 +110,9 @@ def test_tiles_without_a_flattened_row_group_or_a_strided_column_are_left_alone(
             TRANSPOSED.replace(
                 "tl.arange(0, N)[None, :] * x_stride_1)",
                 "tl.arange(0, N)[None, :] * 3)",
+            ).replace(
+                "tl.arange(0, N)[None, :] * y_stride_1,",
+                "tl.arange(0, N)[None, :] * 3,",
             )
         ).rewrites
     )
@@ -80,7 +135,7 @@ def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load
     assert taken(values.t().movedim(0, -1)[None, None]) is False
 
 
-def test_the_ub_model_bounds_an_undecided_transposed_load_by_the_plain_one():
+def test_the_ub_model_bounds_an_undecided_transposed_access_by_the_plain_one():
     # FitUnifiedBuffer does not know the launch's choice; the plain load,
     # strided wherever the transposed one is taken, bounds it (docs/ub.md).
     from ninetoothed_ascend.compiler.npu.ub.model import footprint

@@ -12,9 +12,10 @@ import re
 
 import pytest
 import torch
-from helpers import load_example, shared_example
+from helpers import launch_flag, launch_keywords, load_example, shared_example
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.compiler.npu.transposed_tiles import FLAG_PREFIX
 from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs
 
 
@@ -235,27 +236,41 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
     assert_matches(module, module.launch(launch, strided), expected, torch.float32)
 
 
-@pytest.mark.parametrize("memory_format", ["contiguous_format", "channels_last"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize(
+    "memory_format", ["contiguous_format", "channels_last", "width_major"]
+)
 def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
-    memory_format,
+    memory_format, batch
 ):
-    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the scalar store (the store rule), a channels-last one through the DMA; both match torch, for a contiguous and a strided input."""
+    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through the scalar store, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
 
     module = shared_example("conv2d")
-    (case,) = [case for case in examples.cases(module) if case.get("batch") == 1]
+    (case,) = [case for case in examples.cases(module) if case.get("batch") == batch]
     input, weight, bias = module.inputs("cpu", torch.float32, **case)
     expected = module.reference(input, weight, bias)
     launch = module.kernel.emulated("cpu")
-    collapses = module_globals(launch)["ninetoothed_ascend_collapses"]
-    output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
-    # The output seen as ``(N * P * Q, K)``: its rows collapse in both
-    # layouts; its filters step 1 only in channels-last.
-    rows = [0, 2, 3]
+    if memory_format == "width_major":
+        # Pixels stored column by column: no layout collapses the rows.
+        output = expected.transpose(2, 3).contiguous().transpose(2, 3)
+    else:
+        output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
+    source = module.kernel.source("npu")
+    (store_flag,) = [
+        node.test.id
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Name)
+        and node.test.id.startswith(FLAG_PREFIX)
+        and "store" in ast.unparse(node.body.func)
+    ]
+    transposed = launch_flag(source, launch_keywords(source, "conv2d")[store_flag])
 
-    assert collapses(
-        [output.size(dim) for dim in rows], [output.stride(dim) for dim in rows]
-    )
-    assert (output.stride(1) == 1) == (memory_format == "channels_last")
+    # The output seen as ``(N * P * Q, K)``: its rows collapse for an NCHW
+    # output of batch 1 or a channels-last one, never for a width-major one;
+    # its filters step 1 only in channels-last, which takes
+    # ContiguousFlatAccess's DMA instead.
+    assert transposed(output) == (batch == 1 and memory_format == "contiguous_format")
 
     strided = input.transpose(2, 3).contiguous().transpose(2, 3)
 

@@ -262,6 +262,9 @@ def _innermost_stride_arguments(owner, pointer, group, arguments):
     store's fast path also asks, at the launch, for a unit stride on its
     tile's innermost axis: the group's own last stride where the flat index
     is that axis, else the stride parameter scaling the ``arange`` there.
+    Where the rows collapse with a unit stride instead (conv2d's NCHW output
+    of batch 1), ``TransposeStridedTiles`` stores the tile transposed: one
+    DMA whose innermost axis steps 1.
 
     :return: ``list`` of ``ast`` expressions (the launch's ``T.stride(k)``).
     """

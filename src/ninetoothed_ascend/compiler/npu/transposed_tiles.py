@@ -12,12 +12,34 @@ from ninetoothed_ascend.compiler.passes import (
     summands,
 )
 
-#: Prefix of the constexpr parameter that selects the transposed load.
+#: Prefix of the constexpr parameter that selects the transposed load or store.
 FLAG_PREFIX = "ninetoothed_ascend_transposed_"
+
+#: The ``triton.language`` functions whose result's rank may differ from their operands'.
+RANK_CHANGING = tuple(
+    f"triton.language.{name}"
+    for name in (
+        "sum",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "reduce",
+        "xor_sum",
+        "reshape",
+        "view",
+        "ravel",
+        "expand_dims",
+        "broadcast_to",
+        "split",
+        "join",
+        "interleave",
+    )
+)
 
 
 class TransposeStridedTiles(Pass):
-    """Give a 2-D load with unit-stride rows and strided columns a transposed DMA, decided at the launch.
+    """Give a 2-D load or store with unit-stride rows and strided columns a transposed DMA, decided at the launch.
 
     Constraint: BiShengIR plans a 2-D DMA whose innermost axis has a runtime
     stride at about 96 bytes of UB per element in fp16, where the same tile
@@ -50,6 +72,31 @@ class TransposeStridedTiles(Pass):
     rows do not collapse keeps the gather, and both paths load the same
     elements (swapping every ``[:, None]`` and ``[None, :]`` of an address
     and its mask addresses the transposed tile).
+
+    A ``tl.store`` of the same address form is rewritten the same way::
+
+        tl.store(<address and mask on FLAG's path, axes swapped>,
+                 tl.trans(value.to(P.dtype.element_ty))) if T else <the store>
+
+    ``P`` the address's base pointer, ``T`` the launch's ``C and t == 1 and
+    s != 1``, where ``C`` is ``FLAG``'s collapse test without the unit-stride
+    test ``ContiguousFlatAccess`` adds to a store's flag (a launch that sets
+    ``T`` leaves ``FLAG`` ``False``; ``FLAG``'s path is still the right
+    address wherever ``C`` holds). Only where the stored value is a 2-D
+    tile ``tl.trans`` can transpose (:meth:`_Rewriter.two_dimensional_tile`).
+    The value is converted to the output's type before it is transposed: the
+    transposed copy then takes the output's element size (transposed first,
+    2 B more per element in fp16).
+    Constraint (measured with ascendnpu-ir 1.2.0, Ascend910B1, 196,608 B of
+    UB; ``bench/conv2d_store.py --configs all``, docs/benchmarks.md, "conv2d's
+    NCHW output store as a transposed DMA"): conv2d's NCHW output of batch 1
+    seen as ``(N * P * Q, K)``, rows stepping 1 and filters ``P * Q``, stored
+    scalar (``ContiguousFlatAccess``'s store rule) takes 2
+    ``DiscreteMemAccess`` (one single-element write per element of the tile,
+    1,024 to 8,192) and as a plain DMA reaches ``hivmc`` in 2 of 10 configs
+    (fp16) and 5 of 10 (fp32); stored transposed it is one DMA, every config
+    reaches ``hivmc`` in both dtypes, for 6 B (fp16) and 4 B (fp32) of
+    planned UB per output element over the scalar store (at most 149,760 B).
     """
 
     def run(self, tree, module=None):
@@ -60,9 +107,9 @@ class TransposeStridedTiles(Pass):
     def visit_Module(self, node):
         for kernel, launch_call in self.module.launches():
             flags = {
-                item.arg: item.value
+                item.arg: _collapse_test(item.value)
                 for item in launch_call.keywords
-                if _is_collapse_test(item.value)
+                if _collapse_test(item.value) is not None
             }
             arguments = launch_arguments(kernel, launch_call)
             tiles = _tile_names(self, kernel)
@@ -90,10 +137,14 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
 
-        if not (self.owner.is_call_to(node, "triton.language.load") and node.args):
+        if not (
+            self.owner.is_call_to(node, "triton.language.load", "triton.language.store")
+            and node.args
+        ):
             return node
 
-        match = self.match(node)
+        is_store = self.owner.is_call_to(node, "triton.language.store")
+        match = self.store_match(node) if is_store else self.match(node)
 
         if match is None:
             return node
@@ -115,29 +166,132 @@ class _Rewriter(ast.NodeTransformer):
         transposed = SwapAxes().visit(on_path(clone(node), flag))
         self.owner.rewrote()
 
-        return ast.IfExp(
-            ast.Name(name, ast.Load()),
-            ast.Call(
-                ast.Attribute(clone(node.func.value), "trans", ast.Load())
-                if isinstance(node.func, ast.Attribute)
-                else ast.parse("triton.language.trans").body[0].value,
-                [transposed],
+        if is_store:
+            # The value as the output's type, then transposed: swapping its
+            # axes (``SwapAxes``) would not transpose the value's own tiles.
+            value = ast.Call(
+                ast.Attribute(clone(node.args[1]), "to", ast.Load()),
+                [
+                    ast.Attribute(
+                        ast.Attribute(
+                            clone(next(summands(node.args[0]))), "dtype", ast.Load()
+                        ),
+                        "element_ty",
+                        ast.Load(),
+                    )
+                ],
                 [],
-            ),
-            node,
+            )
+            transposed.args[1] = self.trans(node, value)
+
+            return ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
+
+        return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
+
+    def trans(self, call, node):
+        """``tl.trans(node)``, spelled through the module ``call`` (a ``tl`` call) is reached by."""
+
+        return ast.Call(
+            ast.Attribute(clone(call.func.value), "trans", ast.Load())
+            if isinstance(call.func, ast.Attribute)
+            else ast.parse("triton.language.trans").body[0].value,
+            [node],
+            [],
         )
+
+    def store_match(self, store):
+        """``(FLAG, t, s)`` as :meth:`match` gives it, for a store of the matched form and a 2-D value, else ``None``."""
+
+        if not (
+            len(store.args) == 2
+            and all(item.arg == "mask" for item in store.keywords)
+            and isinstance(next(summands(store.args[0])), ast.Name)
+            and self.two_dimensional_tile(store.args[1])
+        ):
+            return None
+
+        return self.address_match(store.args[0], keyword(store, "mask"))
+
+    def two_dimensional_tile(self, value, seen=frozenset()):
+        """Whether ``value`` is a 2-D tile: it holds, outside any call that changes a rank, a load of a 2-D address or a name the kernel assigns one.
+
+        Broadcasting keeps the highest rank of the operands, so one 2-D
+        operand makes the value 2-D. A name's every assignment has the same
+        rank (Triton's loop-carried values keep their type), so one 2-D
+        assignment (``acc = tl.zeros((M, N), ...)``) makes the name 2-D.
+        """
+
+        ranked = {
+            id(inner)
+            for node in ast.walk(value)
+            if self.owner.is_call_to(node, *RANK_CHANGING)
+            for inner in ast.walk(node)
+        }
+
+        for node in ast.walk(value):
+            if id(node) in ranked:
+                continue
+
+            if (
+                self.owner.is_call_to(node, "triton.language.load")
+                and node.args
+                and arange_positions(self.owner, node.args[0])
+                and self.two_dimensional(node.args[0])
+            ):
+                return True
+
+            if (
+                self.owner.is_call_to(
+                    node, "triton.language.zeros", "triton.language.full"
+                )
+                and node.args
+                and isinstance(node.args[0], (ast.Tuple, ast.List))
+                and len(node.args[0].elts) == 2
+            ):
+                return True
+
+            if (
+                isinstance(node, ast.Name)
+                and node.id not in seen
+                and any(
+                    self.two_dimensional_tile(assigned, seen | {node.id})
+                    for assigned in self.assignments(node.id)
+                )
+            ):
+                return True
+
+        return False
+
+    def assignments(self, name):
+        """The values the kernel assigns to ``name`` (``=`` and ``+=``-style)."""
+
+        return [
+            node.value
+            for node in ast.walk(self.kernel)
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and node.value is not None
+            and any(
+                isinstance(target, ast.Name) and target.id == name
+                for target in (
+                    node.targets if isinstance(node, ast.Assign) else [node.target]
+                )
+            )
+        ]
 
     def match(self, load):
         """``(FLAG, the launch's t, the launch's s)`` for a load of the matched form, else ``None``."""
 
-        pointer = load.args[0]
-        mask = keyword(load, "mask")
         other = keyword(load, "other")
 
         if len(load.args) > 1 or (
             other is not None and not isinstance(other.value, ast.Constant)
         ):
             return None
+
+        return self.address_match(load.args[0], keyword(load, "mask"))
+
+    def address_match(self, pointer, mask):
+        """``(FLAG, t, s)`` for an address ``pointer`` and ``mask`` (a keyword or ``None``) of the matched form, else ``None``."""
 
         rows, columns = [], []
 
@@ -244,17 +398,20 @@ def on_path(load, flag):
     return Take().visit(load)
 
 
-def _is_collapse_test(value):
-    """Whether a launch keyword's value is ``ninetoothed_ascend_collapses(...)``, alone or ``and``-ed with stride tests."""
+def _collapse_test(value):
+    """The ``ninetoothed_ascend_collapses(...)`` call of a launch keyword's value, alone or ``and``-ed with stride tests (a store's flag), else ``None``."""
 
     if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
         value = value.values[0]
 
-    return (
+    if (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
         and value.func.id == COLLAPSES
-    )
+    ):
+        return value
+
+    return None
 
 
 def _tile_names(owner, kernel):

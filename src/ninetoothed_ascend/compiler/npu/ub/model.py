@@ -541,19 +541,35 @@ class _Model:
             if (
                 isinstance(node.test, ast.Name)
                 and node.test.id in self.parameters
-                and isinstance(node.body, ast.Call)
-                and self.name(node.body.func) == "triton.language.trans"
+                and self.transposed(node.body)
             ):
                 # TransposeStridedTiles' choice, a constexpr the launch sets:
                 # it takes the transposed load only where the plain one has a
                 # strided innermost axis, whose cost here (32 bytes per
                 # element and more) bounds the transposed load's (12 to 14
-                # bytes per element measured, TransposeStridedTiles).
+                # bytes per element measured, TransposeStridedTiles); the
+                # transposed store only where the plain one is a scatter (32
+                # bytes per element here; the transposed store plans 4 to 6
+                # more than BiShengIR's scalar store, TransposeStridedTiles).
                 return self.expression(node.orelse)
 
             return self.combine([node.test, node.body, node.orelse])
 
         return None, 0, 0
+
+    def transposed(self, node):
+        """Whether ``node`` is ``tl.trans(...)`` or a ``tl.store`` of one: ``TransposeStridedTiles``' transposed branch."""
+
+        if not isinstance(node, ast.Call):
+            return False
+
+        name = self.name(node.func)
+
+        return name == "triton.language.trans" or (
+            name == "triton.language.store"
+            and len(node.args) > 1
+            and self.transposed(node.args[1])
+        )
 
     def combine(self, operands, elem=None, result=None, temporaries=0):
         held = used = 0
