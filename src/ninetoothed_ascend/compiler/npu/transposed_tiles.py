@@ -1,6 +1,7 @@
 """Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
 
 import ast
+import collections
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
@@ -10,6 +11,7 @@ from ninetoothed_ascend.compiler.passes import (
     clone,
     keyword,
     summands,
+    walk,
 )
 
 #: Prefix of the constexpr parameter that selects the transposed load or store.
@@ -133,6 +135,7 @@ class _Rewriter(ast.NodeTransformer):
         self.flags = flags
         self.arguments = arguments
         self.tiles = tiles
+        self._assigning = None
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -206,11 +209,17 @@ class _Rewriter(ast.NodeTransformer):
             len(store.args) == 2
             and all(item.arg == "mask" for item in store.keywords)
             and isinstance(next(summands(store.args[0])), ast.Name)
-            and self.two_dimensional_tile(store.args[1])
         ):
             return None
 
-        return self.address_match(store.args[0], keyword(store, "mask"))
+        # The address first: few stores have the matched one, and finding a
+        # value's rank follows the names it reads through the kernel.
+        match = self.address_match(store.args[0], keyword(store, "mask"))
+
+        if match is None or not self.two_dimensional_tile(store.args[1]):
+            return None
+
+        return match
 
     def two_dimensional_tile(self, value, seen=frozenset()):
         """Whether ``value`` is a 2-D tile: it holds, outside any call that changes a rank, a load of a 2-D address or a name the kernel assigns one.
@@ -223,12 +232,12 @@ class _Rewriter(ast.NodeTransformer):
 
         ranked = {
             id(inner)
-            for node in ast.walk(value)
+            for node in walk(value)
             if self.owner.is_call_to(node, *RANK_CHANGING)
-            for inner in ast.walk(node)
+            for inner in walk(node)
         }
 
-        for node in ast.walk(value):
+        for node in walk(value):
             if id(node) in ranked:
                 continue
 
@@ -265,18 +274,26 @@ class _Rewriter(ast.NodeTransformer):
     def assignments(self, name):
         """The values the kernel assigns to ``name`` (``=`` and ``+=``-style)."""
 
-        return [
-            node.value
-            for node in ast.walk(self.kernel)
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            and node.value is not None
-            and any(
-                isinstance(target, ast.Name) and target.id == name
-                for target in (
-                    node.targets if isinstance(node, ast.Assign) else [node.target]
-                )
-            )
-        ]
+        if self._assigning is None:
+            # The statements, found once; their values are read when asked,
+            # as this rewriter may have replaced a load in one meanwhile.
+            self._assigning = collections.defaultdict(list)
+
+            for node in walk(self.kernel):
+                if (
+                    isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                    and node.value is not None
+                ):
+                    targets = (
+                        node.targets if isinstance(node, ast.Assign) else [node.target]
+                    )
+
+                    for target in {
+                        target.id for target in targets if isinstance(target, ast.Name)
+                    }:
+                        self._assigning[target].append(node)
+
+        return [node.value for node in self._assigning.get(name, ())]
 
     def match(self, load):
         """``(FLAG, the launch's t, the launch's s)`` for a load of the matched form, else ``None``."""
