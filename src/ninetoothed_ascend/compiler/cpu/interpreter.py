@@ -333,6 +333,9 @@ class FixAutotuneConfig(Pass):
             if holder is None:
                 continue
 
+            if holder is not statement:
+                self._factories.add(name)
+
             self._chosen[name] = max(
                 block_sizes(holder.value.func),
                 key=lambda sizes: math.prod(sizes.values()),
@@ -365,9 +368,6 @@ class FixAutotuneConfig(Pass):
 
         if not self.module.is_autotuned(holder.value):
             return None, None
-
-        if holder is not statement:
-            self._factories.add(name)
 
         return holder, name
 

@@ -158,7 +158,7 @@ class FitUnifiedBuffer(Pass):
         strides,
         flags=(),
     ):
-        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner, the key and the launch's guards.
+        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner and the launch's guards, and name the key's leading parameters (:data:`~ninetoothed_ascend.compiler.npu.autotune_key.LEADING_KEYS`).
 
         A strided launch is one with an innermost stride other than 1 or a
         layout flag false or not passed (a flattened tensor whose strides do
