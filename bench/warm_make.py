@@ -7,11 +7,9 @@ them. Per example and repeat, one process each for:
 
 * ``ninetoothed.make``: plain NineToothed (generation, its file written and
   imported). On a GPU it asks Triton's driver for the device's properties,
-  as ``make`` does (the first query of a process creates the driver); the
-  CUDA runtime is started before any timer in every mode (about 0.18 s on
-  an H100, paid once by any CUDA program, whichever call asks first).
-  Without a GPU, under the stand-in device properties ninetoothed-ascend
-  uses then, since plain NineToothed cannot run on a machine without one;
+  as ``make`` does. Without a GPU, under the stand-in device properties
+  ninetoothed-ascend uses then, since plain NineToothed cannot run on a
+  machine without one;
 * cold ``make`` + the variant a call needs: an empty cache, ``make``, then
   ``handle.variant(V)`` (the variant built, stored and imported), where V is
   the device type a call makes here (``cuda``, ``npu``, else ``cpu``);
@@ -22,10 +20,19 @@ them. Per example and repeat, one process each for:
   of the key once per process; ``next`` is a second ``make`` of the kernel
   in the same process (a hit from the repeats before).
 
+On a GPU, what a process pays once before its first launch, whichever
+call asks first, is paid before any timer in every mode: the CUDA runtime
+(about 0.18 s on an H100), torch's CUDA state (about 20 ms) and Triton's
+driver (about 15 ms, two subprocesses). Timed, they went to whichever
+``make`` came first, plain or not (``--time-process-start`` times them, as
+this script did until 2026-11-24). Without a GPU there is none of them, as
+with the stand-in driver issue 11's figures were measured under.
+
 Medians over the repeats; ratios are the medians' ratios. ``--clock cpu``
 times the CPU time of the measuring process instead of the elapsed time.
 
     python bench/warm_make.py [--repeats 5] [--names add matmul ...] [--clock cpu]
+        [--time-process-start]
 """
 
 import argparse
@@ -46,15 +53,22 @@ CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 MEASURE = """
 import importlib.util, json, sys, time
 import torch
+import triton
 import ninetoothed
 import ninetoothed_ascend
 from ninetoothed_ascend.jit import ninetoothed_adapter
 
-path, mode, clock = sys.argv[1:]
+path, mode, clock, time_process_start = sys.argv[1:]
 clock = getattr(time, clock)
+time_process_start = time_process_start == "1"
 # Untimed: any CUDA program starts the CUDA runtime once (about 0.18 s on an
 # H100), whichever call asks first; every mode asks here.
 cuda = torch.cuda.is_available()
+
+if cuda and not time_process_start:
+    # Torch's CUDA state and Triton's driver: created once by any program
+    # that launches a Triton kernel on the GPU, whichever call asks first.
+    triton.runtime.driver.active.get_current_device()
 captured = []
 
 def stub(name):
@@ -107,10 +121,18 @@ else:
 """
 
 
-def measure(path, mode, cache_dir, clock):
+def measure(path, mode, cache_dir, clock, time_process_start):
     env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache_dir}
     completed = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path), mode, CLOCKS[clock]],
+        [
+            sys.executable,
+            "-c",
+            MEASURE,
+            str(path),
+            mode,
+            CLOCKS[clock],
+            str(int(time_process_start)),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -125,6 +147,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--names", nargs="+", default=NAMES)
     parser.add_argument("--clock", choices=CLOCKS, default="wall")
+    parser.add_argument(
+        "--time-process-start",
+        action="store_true",
+        help="on a GPU, time torch's CUDA state and Triton's driver in the first "
+        "make of each process",
+    )
     arguments = parser.parse_args()
 
     print(
@@ -133,6 +161,7 @@ def main():
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     device = None
+    start = arguments.time_process_start
 
     for name in arguments.names:
         path = next(EXAMPLES.rglob(f"{name}.py"))
@@ -142,14 +171,14 @@ def main():
             for repeat in range(arguments.repeats):
                 for mode in ("plain", "variant", "all"):
                     with tempfile.TemporaryDirectory() as cold_cache:
-                        result = measure(path, mode, cold_cache, arguments.clock)
+                        result = measure(path, mode, cold_cache, arguments.clock, start)
                     runs[mode].append(result["seconds"])
                     device = result.get("device", device)
 
                 if repeat == 0:
-                    measure(path, "variant", warm_cache, arguments.clock)
+                    measure(path, "variant", warm_cache, arguments.clock, start)
 
-                result = measure(path, "warm", warm_cache, arguments.clock)
+                result = measure(path, "warm", warm_cache, arguments.clock, start)
                 runs["warm"].append(result["seconds"])
 
                 if repeat > 0:  # the first warm run made the second kernel
