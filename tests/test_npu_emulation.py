@@ -243,7 +243,7 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
 def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
     memory_format, batch
 ):
-    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through the scalar store, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
+    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through one transposed store per image a tile reaches, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
 
     module = shared_example("conv2d")
     (case,) = [case for case in examples.cases(module) if case.get("batch") == batch]
@@ -256,21 +256,32 @@ def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
     else:
         output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
     source = module.kernel.source("npu")
-    (store_flag,) = [
-        node.test.id
+    flagged = [
+        node
         for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.IfExp)
+        if isinstance(node, (ast.IfExp, ast.If))
         and isinstance(node.test, ast.Name)
         and node.test.id.startswith(FLAG_PREFIX)
-        and "store" in ast.unparse(node.body.func)
     ]
-    transposed = launch_flag(source, launch_keywords(source, "conv2d")[store_flag])
+    (single,) = [
+        node.test.id
+        for node in flagged
+        if isinstance(node, ast.IfExp) and "store" in ast.unparse(node.body.func)
+    ]
+    (segments,) = [node.test.id for node in flagged if isinstance(node, ast.If)]
+    flags = launch_keywords(source, "conv2d")
+    taken = {
+        path: launch_flag(source, flags[flag])(output)
+        for path, flag in (("single", single), ("segments", segments))
+    }
 
-    # The output seen as ``(N * P * Q, K)``: its rows collapse for an NCHW
-    # output of batch 1 or a channels-last one, never for a width-major one;
-    # its filters step 1 only in channels-last, which takes
-    # ContiguousFlatAccess's DMA instead.
-    assert transposed(output) == (batch == 1 and memory_format == "contiguous_format")
+    # The output seen as ``(N * P * Q, K)``: its rows collapse whole for an
+    # NCHW output of batch 1 or a channels-last one, within each image for
+    # an NCHW output of any batch, never for a width-major one; its filters
+    # step 1 only in channels-last, which takes ContiguousFlatAccess's DMA
+    # instead.
+    nchw = memory_format == "contiguous_format"
+    assert taken == {"single": nchw and batch == 1, "segments": nchw and batch > 1}
 
     strided = input.transpose(2, 3).contiguous().transpose(2, 3)
 
