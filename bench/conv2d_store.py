@@ -37,7 +37,7 @@ Each row: ``DiscreteMemAccess`` markers in the ``ttadapter`` output,
 BiShengIR's outcome and its planned UB bytes (``--enable-memory-display``,
 multi-buffer copies included).
 
-    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--configs launch|all] [--variants ...] [--repeat N]
+    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--set batch=3 ...] [--configs launch|all] [--variants ...] [--repeat N]
 """
 
 import argparse
@@ -253,6 +253,13 @@ def main():
     parser.add_argument("--dtypes", nargs="+", default=["float16", "float32"])
     parser.add_argument("--case", type=int, default=1, help="index into CASES")
     parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override integer fields of the case (batch, channels, height, width, filters, kernel)",
+    )
+    parser.add_argument(
         "--configs", choices=compile_check.CONFIG_SETS, default="launch"
     )
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
@@ -266,7 +273,9 @@ def main():
     arguments = parser.parse_args()
     example = examples.load_module(EXAMPLE)
     handle = example.kernel
-    case = examples.cases(example)[arguments.case]
+    case = examples.cases(example)[arguments.case] | {
+        key: int(value) for key, value in (item.split("=", 1) for item in arguments.set)
+    }
     print(
         f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}, "
         f"ascendnpu-ir {bishengir.version()}, conv2d {case}"
