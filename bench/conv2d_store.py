@@ -9,11 +9,16 @@ example makes (:func:`ninetoothed_ascend.compile_check.launch_arguments`:
 triton-ascend 3.2's specialization) for every config of the set:
 
 * ``transposed``: the pipeline's own output. Where the store flag's
-  collapse test holds, the output's rows step 1 and its filters do not,
-  ``TransposeStridedTiles`` stores ``tl.trans`` of the value, converted to
-  the output's type first, through swapped pointers and mask: one DMA whose
-  innermost axis steps 1.
-* ``scalar``: the transposed store's launch flag ``False``: the store
+  collapse test holds (batch 1), the output's rows step 1 and its filters
+  do not, ``TransposeStridedTiles`` stores ``tl.trans`` of the value,
+  converted to the output's type first, through swapped pointers and mask:
+  one DMA whose innermost axis steps 1. Where the rows do not collapse whole
+  but do within an image (batch >= 2: the flat row index ``m = n * P * Q +
+  p * Q + q`` crosses images inside a tile), it transposes the value once
+  and stores it by a loop over the images the tile touches, each a masked
+  transposed DMA whose address ``n * t0 + (m - n * P * Q) * t3`` is affine
+  in ``m`` (its own launch flag).
+* ``scalar``: the transposed stores' launch flags ``False``: the store
   flag is ``False`` on an NCHW output too (``ContiguousFlatAccess``'s store
   rule, docs/benchmarks.md), so the store is a scalar loop.
 * ``dma``: the store flag without its unit-stride test (before 1dfe38b) and
@@ -28,18 +33,11 @@ triton-ascend 3.2's specialization) for every config of the set:
   channels-last output (``torch.channels_last``): the store rule takes the
   fast path, a DMA whose innermost axis, the filters, steps 1. A reference:
   what a DMA store costs where the layout gives it.
-* ``segments``: for batch >= 2, whose flat row index ``m = n * P * Q + p *
-  Q + q`` crosses images inside a tile: where the image's own rows collapse
-  with a unit stride and the filters do not (a new constexpr the launch
-  sets), the value is transposed once and stored by a loop over the images
-  the tile touches, each a masked transposed DMA whose address ``n * t0 +
-  (m - n * P * Q) * t3`` is affine in ``m``; else the pipeline's store.
-
 Each row: ``DiscreteMemAccess`` markers in the ``ttadapter`` output,
 BiShengIR's outcome and its planned UB bytes (``--enable-memory-display``,
 multi-buffer copies included).
 
-    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--configs launch|all] [--variants ...] [--repeat N]
+    python bench/conv2d_store.py [--dtypes float16 float32] [--case 1] [--set batch=3 ...] [--configs launch|all] [--variants ...] [--repeat N]
 """
 
 import argparse
@@ -61,22 +59,11 @@ from ninetoothed_ascend.compiler.passes import (
     clone,
     import_aliases,
     resolve,
-    summands,
 )
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
 
-VARIANTS = (
-    "transposed",
-    "scalar",
-    "dma",
-    "transposed-program",
-    "channels-last",
-    "segments",
-)
-
-#: The constexpr parameter the ``segments`` variant adds.
-SEGMENTS = "ninetoothed_ascend_segments"
+VARIANTS = ("transposed", "scalar", "dma", "transposed-program", "channels-last")
 
 
 def variant_source(source, variant):
@@ -93,6 +80,10 @@ def variant_source(source, variant):
     tree = ast.parse(source)
     edit = _Edit(tree)
 
+    if edit.segments_keyword is not None:
+        # The per-image stores transpose the value, not the program.
+        edit.segments_keyword.value = ast.Constant(False)
+
     if variant in ("scalar", "dma"):
         edit.transposed_keyword.value = ast.Constant(False)
 
@@ -100,8 +91,6 @@ def variant_source(source, variant):
         edit.flag_keyword.value = clone(edit.collapse_test)
     elif variant == "transposed-program":
         edit.transpose_program()
-    elif variant == "segments":
-        edit.store_segments()
 
     return ast.unparse(ast.fix_missing_locations(tree))
 
@@ -159,6 +148,18 @@ class _Edit:
             for item in self.launch_call.keywords
             if item.arg == self.store.value.test.id
         )
+        # ``if S: <per-image stores> else: <the store>``, where the pipeline
+        # made one (TransposeStridedTiles).
+        self.segments_keyword = next(
+            (
+                item
+                for node in ast.walk(self.kernel)
+                if isinstance(node, ast.If) and node.orelse == [self.store]
+                for item in self.launch_call.keywords
+                if item.arg == node.test.id
+            ),
+            None,
+        )
 
     def is_call(self, node, name):
         return isinstance(node, ast.Call) and resolve(node.func, self.aliases) == name
@@ -173,82 +174,6 @@ class _Edit:
         store.args[1] = value
 
         return store
-
-    def store_segments(self):
-        plain = clone(self.plain_store)
-        pointer = plain.args[0]
-        (row,) = [
-            node
-            for node in ast.walk(pointer)
-            if isinstance(node, ast.IfExp)
-            and isinstance(node.test, ast.Name)
-            and node.test.id == self.flag
-        ]
-        flat, unit = row.body.left, row.body.right
-        outer = next(summands(row.orelse))
-        images, image_stride = outer.left.right, outer.right
-        start = ast.BinOp(
-            *[term for term in summands(flat) if "arange" not in ast.unparse(term)],
-            ast.FloorDiv(),
-            clone(images),
-        )
-        (arange,) = [
-            node
-            for node in ast.walk(flat)
-            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("arange")
-        ]
-        first_row = ast.unparse(start.left)
-        block = ast.unparse(arange.args[1])
-        image_rows = ast.unparse(images)
-        n = "ninetoothed_ascend_image"
-        row.body = ast.parse(
-            f"({ast.unparse(flat)} - {n} * ({image_rows})) * {ast.unparse(unit)}"
-            f" + {n} * {ast.unparse(image_stride)}",
-            mode="eval",
-        ).body
-        store = on_path(plain, self.flag)
-        mask = next(item for item in store.keywords if item.arg == "mask")
-        mask.value = ast.parse(
-            f"({ast.unparse(mask.value)}) & ({ast.unparse(flat)} >= {n} * ({image_rows}))"
-            f" & ({ast.unparse(flat)} < {n} * ({image_rows}) + ({image_rows}))",
-            mode="eval",
-        ).body
-        store = SwapAxes().visit(store)
-        value = "ninetoothed_ascend_transposed_value"
-        store.args[1] = ast.Name(value, ast.Load())
-        loop = ast.parse(
-            f"if {SEGMENTS}:\n"
-            f"    {value} = triton.language.trans(({ast.unparse(self.plain_store.args[1])})"
-            f".to({ast.unparse(next(summands(pointer)))}.dtype.element_ty))\n"
-            f"    for {n} in range(({first_row}) // ({image_rows}), "
-            f"({first_row} + {block} - 1) // ({image_rows}) + 1):\n"
-            f"        {ast.unparse(store)}\n"
-            "else:\n"
-            "    pass\n"
-        ).body[0]
-        loop.orelse = [self.store]
-        for body in ast.walk(self.kernel):
-            for field in ("body", "orelse"):
-                statements = getattr(body, field, None)
-                if isinstance(statements, list) and any(
-                    statement is self.store for statement in statements
-                ):
-                    statements[statements.index(self.store)] = loop
-        self.kernel.args.args.append(
-            ast.arg(SEGMENTS, ast.parse("triton.language.constexpr").body[0].value)
-        )
-        sizes, strides = self.collapse_test.args
-        self.launch_call.keywords.append(
-            ast.keyword(
-                SEGMENTS,
-                ast.parse(
-                    f"{flat_access.COLLAPSES}(({ast.unparse(sizes.elts[-2])}, {ast.unparse(sizes.elts[-1])}),"
-                    f" ({ast.unparse(strides.elts[-2])}, {ast.unparse(strides.elts[-1])}))"
-                    f" and {ast.unparse(self.row_stride)} == 1 and {ast.unparse(self.column_stride)} != 1",
-                    mode="eval",
-                ).body,
-            )
-        )
 
     def transpose_program(self):
         (dot,) = [
@@ -328,6 +253,13 @@ def main():
     parser.add_argument("--dtypes", nargs="+", default=["float16", "float32"])
     parser.add_argument("--case", type=int, default=1, help="index into CASES")
     parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override integer fields of the case (batch, channels, height, width, filters, kernel)",
+    )
+    parser.add_argument(
         "--configs", choices=compile_check.CONFIG_SETS, default="launch"
     )
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
@@ -341,7 +273,9 @@ def main():
     arguments = parser.parse_args()
     example = examples.load_module(EXAMPLE)
     handle = example.kernel
-    case = examples.cases(example)[arguments.case]
+    case = examples.cases(example)[arguments.case] | {
+        key: int(value) for key, value in (item.split("=", 1) for item in arguments.set)
+    }
     print(
         f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}, "
         f"ascendnpu-ir {bishengir.version()}, conv2d {case}"

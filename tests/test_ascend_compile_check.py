@@ -142,11 +142,12 @@ def test_pooling_contiguous_launches_keep_only_the_window_gather(name):
         assert "scf.yield {DiscreteMemAccess}" in result.linalg, result.config
 
 
-def test_conv2d_nchw_output_of_batch_1_is_stored_with_one_dma():
-    """TransposeStridedTiles on conv2d's store: a batch-1 NCHW launch keeps only the window gather (1 ``DiscreteMemAccess``; 3 with the scalar store, docs/benchmarks.md)."""
+@pytest.mark.parametrize("batch", [1, 2])
+def test_conv2d_nchw_output_is_stored_with_dmas(batch):
+    """TransposeStridedTiles on conv2d's store: an NCHW launch keeps only the window gather (1 ``DiscreteMemAccess``; 3 with the scalar store, docs/benchmarks.md); batch 1 stores one DMA, batch 2 one per image a tile reaches."""
 
     module = shared_example("conv2d")
-    (case,) = [case for case in examples.cases(module) if case.get("batch") == 1]
+    (case,) = [case for case in examples.cases(module) if case.get("batch") == batch]
     results = check_variant(
         module.kernel,
         module.launch,

@@ -81,6 +81,76 @@ def test_the_store_gets_a_transposed_branch_chosen_by_a_launch_flag():
     )
 
 
+def test_a_store_whose_rows_collapse_only_within_their_outer_digit_gets_per_image_segments():
+    # conv2d's NCHW output of batch >= 2: the flat row index crosses images
+    # inside a tile, so the rows do not collapse whole, but within one image
+    # they do. Its values: tests/test_npu_emulation.py runs conv2d's NPU
+    # variant, batch 1 and 2.
+    rewritten = rewrite(TRANSPOSED)
+    (choice,) = [
+        node
+        for node in ast.walk(ast.parse(rewritten.source))
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id.startswith(FLAG_PREFIX)
+    ]
+    name = choice.test.id
+    # The adopted single transposed DMA, untouched, in the ``else``.
+    (plain,) = choice.orelse
+    (single,) = [
+        node for node in _choices(rewritten.source) if "tl.store" in ast.unparse(node)
+    ]
+    assert ast.unparse(plain) == ast.unparse(single)
+    assign, loop = choice.body
+    # The value, converted to the output's type, then transposed, once.
+    assert ast.unparse(assign) == (
+        f"{name}_value = tl.trans(tile.to(y_pointer.dtype.element_ty))"
+    )
+    # One masked DMA per value of the outer digit the tile's rows reach.
+    assert ast.unparse(loop.iter) == (
+        "range(i * BLOCK // y_size_2, (i * BLOCK + BLOCK - 1) // y_size_2 + 1)"
+    )
+    (store,) = loop.body
+    index, rows = f"{name}_index", "i * BLOCK + tl.arange(0, BLOCK)[None, :]"
+    assert ast.unparse(store) == (
+        f"tl.store(y_pointer + (({rows} - {index} * y_size_2) * y_stride_2"
+        f" + {index} * y_stride_0) + tl.arange(0, N)[:, None] * y_stride_1,"
+        f" {name}_value, mask=({rows} >= {index} * y_size_2)"
+        f" & ({rows} < ({index} + 1) * y_size_2))"
+    )
+    flags = launch_keywords(rewritten.source)
+    # The inner digits' collapse test (one digit: always), the whole rows'
+    # negated (where they collapse the single DMA is taken), the rows' unit
+    # stride, the columns' other stride.
+    assert flags[name] == (
+        f"{COLLAPSES}((y.size(2),), (y.stride(2),))"
+        f" and (not {COLLAPSES}((y.size(0), y.size(2)), (y.stride(0), y.stride(2))))"
+        " and (y.stride(2) == 1) and (y.stride(1) != 1)"
+    )
+    names = {}
+    exec(
+        ast.unparse(
+            [
+                node
+                for node in ast.parse(rewritten.source).body
+                if isinstance(node, ast.FunctionDef) and node.name == COLLAPSES
+            ]
+        ),
+        names,
+    )
+
+    def taken(flag, y):
+        return eval(flags[flag], names | {"y": y})
+
+    # (rows' outer digit, columns, rows' inner digit)
+    batch_2, batch_1 = torch.empty(2, 8, 5), torch.empty(1, 8, 5)
+    assert (taken(name, batch_2), taken(single.test.id, batch_2)) == (True, False)
+    assert (taken(name, batch_1), taken(single.test.id, batch_1)) == (False, True)
+    # Columns innermost (ContiguousFlatAccess's DMA) or rows strided: neither.
+    for y in (batch_2.transpose(1, 2).contiguous().transpose(1, 2), batch_2[..., ::2]):
+        assert (taken(name, y), taken(single.test.id, y)) == (False, False)
+
+
 def test_a_store_of_a_value_that_is_not_a_2d_tile_is_left_alone():
     # ``tl.trans`` needs the value's two axes: a scalar, or a tile whose rank
     # a reduction changed, keeps the plain store.

@@ -243,7 +243,7 @@ def test_pooling_npu_variant_stores_through_the_path_its_output_layout_allows(na
 def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
     memory_format, batch
 ):
-    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through the scalar store, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
+    """conv2d's output store on the interpreter: an NCHW output of batch 1 through the transposed store (TransposeStridedTiles), of batch 2 through one transposed store per image a tile reaches, a channels-last one through the DMA, a width-major one through the scalar store; all match torch, for a contiguous and a strided input."""
 
     module = shared_example("conv2d")
     (case,) = [case for case in examples.cases(module) if case.get("batch") == batch]
@@ -255,22 +255,15 @@ def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
         output = expected.transpose(2, 3).contiguous().transpose(2, 3)
     else:
         output = torch.empty_like(expected, memory_format=getattr(torch, memory_format))
-    source = module.kernel.source("npu")
-    (store_flag,) = [
-        node.test.id
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.IfExp)
-        and isinstance(node.test, ast.Name)
-        and node.test.id.startswith(FLAG_PREFIX)
-        and "store" in ast.unparse(node.body.func)
-    ]
-    transposed = launch_flag(source, launch_keywords(source, "conv2d")[store_flag])
+    taken = _conv2d_store_paths(module, output)
 
-    # The output seen as ``(N * P * Q, K)``: its rows collapse for an NCHW
-    # output of batch 1 or a channels-last one, never for a width-major one;
-    # its filters step 1 only in channels-last, which takes
-    # ContiguousFlatAccess's DMA instead.
-    assert transposed(output) == (batch == 1 and memory_format == "contiguous_format")
+    # The output seen as ``(N * P * Q, K)``: its rows collapse whole for an
+    # NCHW output of batch 1 or a channels-last one, within each image for
+    # an NCHW output of any batch, never for a width-major one; its filters
+    # step 1 only in channels-last, which takes ContiguousFlatAccess's DMA
+    # instead.
+    nchw = memory_format == "contiguous_format"
+    assert taken == {"single": nchw and batch == 1, "segments": nchw and batch > 1}
 
     strided = input.transpose(2, 3).contiguous().transpose(2, 3)
 
@@ -278,6 +271,57 @@ def test_conv2d_npu_variant_stores_through_the_path_its_output_layout_allows(
         output.zero_()
         launch(operand, weight, bias.view(1, -1, 1, 1).expand_as(output), output)
         assert_matches(module, output, expected, torch.float32)
+
+
+def _conv2d_store_paths(module, output):
+    """Which of conv2d's transposed stores (TransposeStridedTiles) the launch takes for ``output``: ``{"single": bool, "segments": bool}``."""
+
+    source = module.kernel.source("npu")
+    flagged = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.IfExp, ast.If))
+        and isinstance(node.test, ast.Name)
+        and node.test.id.startswith(FLAG_PREFIX)
+    ]
+    (single,) = [
+        node.test.id
+        for node in flagged
+        if isinstance(node, ast.IfExp) and "store" in ast.unparse(node.body.func)
+    ]
+    (segments,) = [node.test.id for node in flagged if isinstance(node, ast.If)]
+    flags = launch_keywords(source, "conv2d")
+
+    return {
+        path: launch_flag(source, flags[flag])(output)
+        for path, flag in (("single", single), ("segments", segments))
+    }
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # P * Q = 6: a tile of 32 or 64 rows reaches 6 images, the last
+        # partly; the output's width (Q) is 1 in the second.
+        {"batch": 7, "height": 5, "width": 5},
+        {"batch": 6, "height": 13, "width": 3},
+    ],
+)
+def test_conv2d_per_image_stores_cover_tiles_that_reach_many_images(shape):
+    """conv2d's NCHW output stored one transposed DMA per image on the interpreter, where a tile reaches several images: every element written (the output starts as NaN) and equal to torch's."""
+
+    module = shared_example("conv2d")
+    case = examples.cases(module)[0] | shape
+    input, weight, bias = module.inputs("cpu", torch.float32, **case)
+    expected = module.reference(input, weight, bias)
+    output = torch.full_like(expected, float("nan"))
+
+    assert _conv2d_store_paths(module, output) == {"single": False, "segments": True}
+
+    module.kernel.emulated("cpu")(
+        input, weight, bias.view(1, -1, 1, 1).expand_as(output), output
+    )
+    assert_matches(module, output, expected, torch.float32)
 
 
 def test_a_caller_sized_tile_too_large_for_the_ub_is_refused_at_the_launch():

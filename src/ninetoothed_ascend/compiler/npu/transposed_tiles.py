@@ -4,7 +4,7 @@ import ast
 import collections
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
-from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
+from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES, digit_groups
 from ninetoothed_ascend.compiler.passes import (
     Pass,
     arange_positions,
@@ -99,6 +99,36 @@ class TransposeStridedTiles(Pass):
     (fp16) and 5 of 10 (fp32); stored transposed it is one DMA, every config
     reaches ``hivmc`` in both dtypes, for 6 B (fp16) and 4 B (fp32) of
     planned UB per output element over the scalar store (at most 149,760 B).
+
+    Where the rows do not collapse whole but their digits below the outer
+    one do (conv2d's NCHW output of batch >= 2: the flat row index ``L = n *
+    P * Q + p * Q + q`` crosses images inside a tile), the transposed store
+    is taken per value ``n`` of the outer digit ``L // D``, within which the
+    address ``n * t0 + (L - n * D) * t`` is affine in ``L``::
+
+        if S:
+            V = tl.trans(value.to(P.dtype.element_ty))
+            for n in range(F // D, (F + B - 1) // D + 1):
+                tl.store(<FLAG's path with that row address, swapped>, V,
+                         mask=<its mask> & (L >= n * D) & (L < (n + 1) * D))
+        else:
+            <the transposed store's choice above, unchanged>
+
+    ``F + arange(0, B)`` the rows' flat index, ``S`` a new constexpr the
+    launch sets to ``collapses(<the inner digits>) and not C and t == 1 and
+    s != 1``: a launch whose rows collapse whole keeps the single DMA (its
+    specialization compiles the ``else`` alone, the source the single DMA
+    had before), one whose inner digits do not keeps the scalar store.
+    Only where the rows' general path is one group of digits with no
+    per-program offsets (:meth:`_Rewriter.segment_group`).
+    Constraint (measured with ascendnpu-ir 1.2.0, ``bench/conv2d_store.py
+    --case 0``, docs/benchmarks.md, "Batch >= 2: per-image segments"):
+    conv2d's NCHW output of batch 2 stored this way is 1
+    ``DiscreteMemAccess`` (the window load's) instead of 3, reaches
+    ``hivmc`` in every config with the single DMA's planned UB. The loop
+    form taken by batch 1 too (one iteration) made ``triton-adapter-opt``
+    crash nondeterministically on the batch-1 launch (about 1 compile in
+    10, reverted in 63f9a56); this form does not reach batch 1's compile.
     """
 
     def run(self, tree, module=None):
@@ -136,6 +166,9 @@ class _Rewriter(ast.NodeTransformer):
         self.arguments = arguments
         self.tiles = tiles
         self._assigning = None
+        # ``id`` of each ``<transposed store> if T else <the store>`` made
+        # here -> ``(the store, FLAG, t, s)``, for :meth:`visit_Expr`.
+        self._stores = {}
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -153,19 +186,7 @@ class _Rewriter(ast.NodeTransformer):
             return node
 
         flag, unit_stride, column_stride = match
-        name = self.owner.new_flag()
-        self.kernel.args.args.append(
-            ast.arg(name, ast.parse("triton.language.constexpr").body)
-        )
-        test = ast.BoolOp(
-            ast.And(),
-            [
-                clone(self.flags[flag]),
-                ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
-                ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
-            ],
-        )
-        self.launch_call.keywords.append(ast.keyword(name, test))
+        name = self.flag([clone(self.flags[flag])], unit_stride, column_stride)
         transposed = SwapAxes().visit(on_path(clone(node), flag))
         self.owner.rewrote()
 
@@ -186,10 +207,169 @@ class _Rewriter(ast.NodeTransformer):
                 [],
             )
             transposed.args[1] = self.trans(node, value)
+            choice = ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
+            self._stores[id(choice)] = (node, *match)
 
-            return ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
+            return choice
 
         return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
+
+    def flag(self, collapse_tests, unit_stride, column_stride):
+        """A new constexpr parameter, which the launch sets to ``collapse_tests`` (``ast`` expressions) ``and t == 1 and s != 1``."""
+
+        name = self.owner.new_flag()
+        self.kernel.args.args.append(
+            ast.arg(name, ast.parse("triton.language.constexpr").body)
+        )
+        test = ast.BoolOp(
+            ast.And(),
+            [
+                *collapse_tests,
+                ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
+                ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
+            ],
+        )
+        self.launch_call.keywords.append(ast.keyword(name, test))
+
+        return name
+
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+
+        if id(node.value) not in self._stores:
+            return node
+
+        store, flag, unit_stride, column_stride = self._stores[id(node.value)]
+        group = self.segment_group(store, flag)
+
+        if group is None:
+            return node
+
+        # Rows that do not collapse whole (the transposed store's test fails)
+        # but do within each value of their outer digit.
+        inner = ast.Call(
+            ast.Name(COLLAPSES, ast.Load()),
+            [
+                ast.Tuple([clone(size) for size in arguments[1:]], ast.Load())
+                for arguments in (group.size_arguments, group.stride_arguments)
+            ],
+            [],
+        )
+        name = self.flag(
+            [inner, ast.UnaryOp(ast.Not(), clone(self.flags[flag]))],
+            unit_stride,
+            column_stride,
+        )
+
+        # Part of the store's rewrite, counted there.
+        return ast.If(
+            ast.Name(name, ast.Load()),
+            self.segments(store, flag, group, name),
+            [node],
+        )
+
+    def segment_group(self, store, flag):
+        """The :class:`~ninetoothed_ascend.compiler.npu.flat_access.DigitGroup` of the rows of ``store`` (a matched store, ``FLAG`` its rows' flag), else ``None``.
+
+        The rows' general path must be that group's digits alone, its flat
+        index ``L`` one ``arange(0, B)`` (indexed 2-D) plus scalars, its outer
+        digit ``L // D`` and no digit offset: then within one value ``n`` of
+        the outer digit the address is ``n * t0 + (L - n * D) * t_inner``.
+        """
+
+        row = _flagged_row(store, flag)
+        groups = list(digit_groups(self.owner, row.orelse, self.arguments))
+
+        if len(groups) != 1:
+            return None
+
+        (group,) = groups
+        lanes = [
+            term
+            for term in summands(group.flat_index)
+            if arange_positions(self.owner, term)
+        ]
+        outer = group.digits[0]
+
+        if not (
+            len(group.terms) == len(list(summands(row.orelse)))
+            and not any(group.offsets)
+            and len(lanes) == 1
+            and isinstance(lanes[0], ast.Subscript)
+            and self.owner.is_call_to(lanes[0].value, "triton.language.arange")
+            and len(lanes[0].value.args) == 2
+            and isinstance(lanes[0].value.args[0], ast.Constant)
+            and lanes[0].value.args[0].value == 0
+            and isinstance(outer, ast.BinOp)
+            and isinstance(outer.op, ast.FloorDiv)
+            and ast.dump(outer.left) == ast.dump(group.flat_index)
+        ):
+            return None
+
+        return group
+
+    def segments(self, store, flag, group, name):
+        """The statements that store ``store``'s value transposed, once, then one masked DMA per value of ``group``'s outer digit the tile's rows reach."""
+
+        flat = ast.unparse(group.flat_index)
+        images = ast.unparse(group.digits[0].right)
+        value = f"{name}_value"
+        index = f"{name}_index"
+        (lanes,) = [
+            term
+            for term in summands(group.flat_index)
+            if arange_positions(self.owner, term)
+        ]
+        first = (
+            " + ".join(
+                ast.unparse(term)
+                for term in summands(group.flat_index)
+                if term is not lanes
+            )
+            or "0"
+        )
+        segment = clone(store)
+        row = _flagged_row(segment, flag)
+        row.body = ast.parse(
+            f"({flat} - {index} * ({images})) * {group.strides[-1]}"
+            f" + {index} * {group.strides[0]}",
+            mode="eval",
+        ).body
+        segment = on_path(segment, flag)
+        bounds = (
+            f"({flat} >= {index} * ({images})) & ({flat} < ({index} + 1) * ({images}))"
+        )
+        mask = keyword(segment, "mask")
+
+        if mask is None:
+            segment.keywords.append(
+                ast.keyword("mask", ast.parse(bounds, mode="eval").body)
+            )
+        else:
+            mask.value = ast.parse(
+                f"({ast.unparse(mask.value)}) & {bounds}", mode="eval"
+            ).body
+
+        segment = SwapAxes().visit(segment)
+        segment.args[1] = ast.Name(value, ast.Load())
+        # The value as the output's type, then transposed, once: swapping its
+        # axes (``SwapAxes``) would not transpose the value's own tiles.
+        transposed = self.trans(
+            store,
+            ast.parse(
+                f"({ast.unparse(store.args[1])})"
+                f".to({ast.unparse(next(summands(store.args[0])))}.dtype.element_ty)",
+                mode="eval",
+            ).body,
+        )
+        extent = ast.unparse(lanes.value.args[-1])
+        loop = ast.parse(
+            f"for {index} in range(({first}) // ({images}),"
+            f" ({first} + {extent} - 1) // ({images}) + 1):\n    pass"
+        ).body[0]
+        loop.body = [ast.Expr(segment)]
+
+        return [ast.Assign([ast.Name(value, ast.Store())], transposed), loop]
 
     def trans(self, call, node):
         """``tl.trans(node)``, spelled through the module ``call`` (a ``tl`` call) is reached by."""
@@ -413,6 +593,20 @@ def on_path(load, flag):
             return node
 
     return Take().visit(load)
+
+
+def _flagged_row(access, flag):
+    """The ``a if flag else b`` summand of the address of ``access`` (a matched ``tl.load`` or ``tl.store``): its rows."""
+
+    (row,) = [
+        term
+        for term in summands(access.args[0])
+        if isinstance(term, ast.IfExp)
+        and isinstance(term.test, ast.Name)
+        and term.test.id == flag
+    ]
+
+    return row
 
 
 def _collapse_test(value):

@@ -375,7 +375,7 @@ class _Model:
         self.loads = 0
         self.statement_loads = set()
         self.statement_loads_tiles = {}
-        statements = list(_flatten(kernel.body, None, self.static_test))
+        statements = list(_flatten(kernel.body, None, self.branch))
         last_use = self.analysis.last_uses(statements)
         defined_at = {}
         loop_body = {
@@ -932,6 +932,35 @@ class _Model:
 
         return node
 
+    def branch(self, statement):
+        """Whether Triton compiles the body (``True``) or the ``else`` (``False``) of the ``if`` ``statement``, where the model can tell; else ``None``.
+
+        A test on constexpr integers (:meth:`static_test`); and
+        ``TransposeStridedTiles``' choice ``if T: <the value transposed; a
+        loop of transposed stores> else: <the store>``, ``T`` a constexpr the
+        launch sets: it takes the transposed stores only where the plain one
+        is a scatter, whose cost here (32 bytes per element) bounds theirs
+        (the single transposed store's, 4 to 6 bytes per element more than
+        BiShengIR's scalar store; one per image, the same planned UB:
+        ``TransposeStridedTiles``).
+        """
+
+        test = statement.test
+
+        if (
+            isinstance(test, ast.Name)
+            and test.id in self.parameters
+            and any(
+                isinstance(node, ast.Call)
+                and self.name(node.func) == "triton.language.trans"
+                for inner in statement.body
+                for node in walk(inner)
+            )
+        ):
+            return False
+
+        return self.static_test(test)
+
     def static_test(self, test):
         """The value of an ``if`` test on constexpr integers, or ``None`` if it is not one."""
 
@@ -1001,30 +1030,30 @@ class _Model:
         return DTYPE_BYTES.get(name.rsplit(".", 1)[-1], DEFAULT_ELEM_BYTES)
 
 
-def _flatten(body, loop, static_test):
+def _flatten(body, loop, branch):
     """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies.
 
-    An ``if`` on constexpr values keeps only the branch Triton compiles.
+    An ``if`` whose branch ``branch(statement)`` tells keeps only that branch.
     """
 
     for statement in body:
         if isinstance(statement, ast.If):
-            taken = static_test(statement.test)
+            taken = branch(statement)
 
             if taken is not None:
                 yield from _flatten(
-                    statement.body if taken else statement.orelse, loop, static_test
+                    statement.body if taken else statement.orelse, loop, branch
                 )
                 continue
 
         yield statement, loop
 
         if isinstance(statement, (ast.For, ast.While)):
-            yield from _flatten(statement.body, statement, static_test)
-            yield from _flatten(statement.orelse, loop, static_test)
+            yield from _flatten(statement.body, statement, branch)
+            yield from _flatten(statement.orelse, loop, branch)
         elif isinstance(statement, ast.If):
-            yield from _flatten(statement.body, loop, static_test)
-            yield from _flatten(statement.orelse, loop, static_test)
+            yield from _flatten(statement.body, loop, branch)
+            yield from _flatten(statement.orelse, loop, branch)
 
 
 def _last_uses(statements):
