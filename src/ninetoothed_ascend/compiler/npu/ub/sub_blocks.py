@@ -6,6 +6,7 @@ from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    Transformer,
     clone,
     insert_after_imports,
     walk,
@@ -379,7 +380,7 @@ class _Splitter:
 
         found = []
 
-        class Visitor(ast.NodeVisitor):
+        class Visitor(Transformer):
             def visit_Call(visitor, call):
                 visitor.generic_visit(call)
                 name = self.owner.resolve(call.func) or ""
@@ -391,6 +392,8 @@ class _Splitter:
                     and self.depends(call.args[0], tiles)
                 ):
                     found.append(call)
+
+                return call
 
         Visitor().visit(node)
 
@@ -445,12 +448,12 @@ class _Splitter:
     def chunk(self, statement):
         splitter = self
 
-        class Chunk(ast.NodeTransformer):
+        class Chunk(Transformer):
             def visit_Call(self, node):
                 self.generic_visit(node)
 
+                # ``node`` is the statement's copy: changed in place, not copied again.
                 if splitter.is_lanes(node):
-                    node = clone(node)
                     node.args[1] = ast.Constant(splitter.sub)
 
                     return ast.BinOp(
@@ -463,7 +466,7 @@ class _Splitter:
 
 
 def _replace(tree, old, new):
-    class Replace(ast.NodeTransformer):
+    class Replace(Transformer):
         def visit(self, node):
             if node is old:
                 return new
