@@ -121,3 +121,23 @@ def test_references_resolve_imports_and_name_every_prefix():
     } <= module.references
     assert module.refers_to(["triton.language.extra"])
     assert not module.refers_to(["triton.language.dot", "triton.autotune"])
+
+
+def test_references_look_inside_attribute_chains_on_other_expressions():
+    # ``tl.load(p).to(tl.float32).T``: the chain's base is a call, whose
+    # names count; the attributes read off its result name nothing.
+    module = GeneratedModule(
+        ast.parse(
+            "import triton.language as tl\n"
+            "def g(p):\n"
+            "    return tl.load(p).to(tl.float32).T + tl.arange(0, 4)[None, :].shape\n"
+        )
+    )
+
+    assert {
+        "triton.language.load",
+        "triton.language.float32",
+        "triton.language.arange",
+        "p",
+    } <= module.references
+    assert not {"to", "T", "shape"} & module.references
