@@ -2,7 +2,13 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, keyword, summands, walk
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+    keyword,
+    statements,
+    summands,
+    walk,
+)
 
 _BARRIER = "triton.language.debug_barrier()"
 
@@ -129,7 +135,8 @@ class _PointerBases:
         self._parameters = {argument.arg for argument in kernel.args.args}
         assigned = {}
 
-        for node in walk(kernel):
+        # Assignments are statements: the expressions, most of the kernel, are not walked.
+        for node in statements(kernel):
             targets = ()
 
             if isinstance(node, ast.Assign):

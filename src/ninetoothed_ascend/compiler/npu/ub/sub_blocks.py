@@ -203,8 +203,10 @@ class SplitSubBlocks(Pass):
     def split(self, kernel, budget):
         constexprs = self.constexpr_parameters(kernel)
         extents = set()
+        # Walked once for the extents and for :meth:`splittable`.
+        calls = [node for node in walk(kernel) if isinstance(node, ast.Call)]
 
-        for call in walk(kernel):
+        for call in calls:
             if self.is_call_to(call, "triton.language.arange"):
                 end = call.args[1]
 
@@ -225,7 +227,7 @@ class SplitSubBlocks(Pass):
         if sub is None:
             return
 
-        if sub == 0 or not self.splittable(kernel, extent):
+        if sub == 0 or not self.splittable(calls):
             self.guards.append((kernel, extent, sub))
 
             return
@@ -250,11 +252,10 @@ class SplitSubBlocks(Pass):
         kernel.body = [*prefix, ast.If(test, rest, split_body)]
         self.rewrote()
 
-    def splittable(self, kernel, extent):
-        for call in walk(kernel):
-            if not isinstance(call, ast.Call):
-                continue
+    def splittable(self, calls):
+        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles."""
 
+        for call in calls:
             name = self.resolve(call.func) or ""
 
             if not name.startswith("triton.language."):
