@@ -379,26 +379,10 @@ class _Splitter:
     def reductions(self, node, tiles):
         """Outermost-last reductions over tiles in ``node``, inner ones first."""
 
-        found = []
+        finder = _Reductions(self, tiles)
+        finder.visit(node)
 
-        class Visitor(Transformer):
-            def visit_Call(visitor, call):
-                visitor.generic_visit(call)
-                name = self.owner.resolve(call.func) or ""
-                function = name.removeprefix("triton.language.")
-
-                if (
-                    name.startswith("triton.language.")
-                    and function in _REDUCTIONS
-                    and self.depends(call.args[0], tiles)
-                ):
-                    found.append(call)
-
-                return call
-
-        Visitor().visit(node)
-
-        return found
+        return finder.found
 
     def reduce(self, call, name, definitions, tiles):
         function = self.owner.resolve(call.func).removeprefix("triton.language.")
@@ -447,31 +431,68 @@ class _Splitter:
         return loop
 
     def chunk(self, statement):
-        splitter = self
+        return _Chunk(self).visit(clone(statement))
 
-        class Chunk(Transformer):
-            def visit_Call(self, node):
-                self.generic_visit(node)
 
-                # ``node`` is the statement's copy: changed in place, not copied again.
-                if splitter.is_lanes(node):
-                    node.args[1] = ast.Constant(splitter.sub)
+# The visitors are module-level classes, not made per call: a class made
+# per call was a new class each time, and each paid again for its
+# ``Transformer`` setup (which node types its visit can skip).
 
-                    return ast.BinOp(
-                        ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
-                    )
 
-                return node
+class _Reductions(Transformer):
+    """Collect the reductions over tiles in what it visits, inner ones first (:attr:`found`)."""
 
-        return Chunk().visit(clone(statement))
+    def __init__(self, splitter, tiles):
+        self.splitter = splitter
+        self.tiles = tiles
+        self.found = []
+
+    def visit_Call(self, call):
+        self.generic_visit(call)
+        name = self.splitter.owner.resolve(call.func) or ""
+        function = name.removeprefix("triton.language.")
+
+        if (
+            name.startswith("triton.language.")
+            and function in _REDUCTIONS
+            and self.splitter.depends(call.args[0], self.tiles)
+        ):
+            self.found.append(call)
+
+        return call
+
+
+class _Chunk(Transformer):
+    """Take the lanes ``j .. j+S`` of a statement's copy: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
+
+    def __init__(self, splitter):
+        self.splitter = splitter
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        # ``node`` is the statement's copy: changed in place, not copied again.
+        if self.splitter.is_lanes(node):
+            node.args[1] = ast.Constant(self.splitter.sub)
+
+            return ast.BinOp(
+                ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
+            )
+
+        return node
+
+
+class _Replace(Transformer):
+    def __init__(self, old, new):
+        self.old = old
+        self.new = new
+
+    def visit(self, node):
+        if node is self.old:
+            return self.new
+
+        return super().visit(node)
 
 
 def _replace(tree, old, new):
-    class Replace(Transformer):
-        def visit(self, node):
-            if node is old:
-                return new
-
-            return super().visit(node)
-
-    Replace().visit(tree)
+    _Replace(old, new).visit(tree)
