@@ -61,6 +61,23 @@ class GeneratedModule:
     def __init__(self, tree, aliases=None):
         self.tree = tree
         self.aliases = passes.import_aliases(tree) if aliases is None else aliases
+        #: ``None``, or for a module :meth:`rewritten` made, the last
+        #: :class:`GeneratedModule` of the tree whose :attr:`references` were
+        #: found before the rewrites since: what the tree referred to then.
+        self.earlier = None
+
+    def rewritten(self):
+        """A :class:`GeneratedModule` of the same tree, after a pass rewrote it in place.
+
+        It answers from the tree as it is now; its :attr:`earlier` is this
+        module if its :attr:`references` were found, else this module's
+        :attr:`earlier`.
+        """
+
+        module = GeneratedModule(self.tree)
+        module.earlier = self if "references" in self.__dict__ else self.earlier
+
+        return module
 
     @functools.cached_property
     def references(self):
@@ -72,11 +89,12 @@ class GeneratedModule:
         what each import names. Computed at the first request and kept: unlike
         the other answers, it describes the tree as it was then, so
         :func:`~ninetoothed_ascend.compiler.passes.run_pipeline` takes a new
-        :class:`GeneratedModule` after each pass that rewrote the tree.
+        :class:`GeneratedModule` (:meth:`rewritten`) after each pass that
+        rewrote the tree.
         """
 
         names = set()
-        # Recomputed after every pass that rewrote the tree, so made cheap:
+        # Found again after passes that rewrote the tree, so made cheap:
         # depth first (a set has no order), an attribute chain on a name
         # resolved once as a whole (its inner links are its prefixes), and
         # no visit of nodes without fields. Softmax's NPU variant: 1.64 ms
