@@ -431,7 +431,19 @@ class _Splitter:
         return loop
 
     def chunk(self, statement):
-        return _Chunk(self).visit(clone(statement))
+        """A copy of ``statement`` on the lanes ``j .. j+S``: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
+
+        return clone(statement, self._take_lanes)
+
+    def _take_lanes(self, node):
+        if type(node) is ast.Call and self.is_lanes(node):
+            node.args[1] = ast.Constant(self.sub)
+
+            return ast.BinOp(
+                ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
+            )
+
+        return node
 
 
 # The visitors are module-level classes, not made per call: a class made
@@ -460,26 +472,6 @@ class _Reductions(Transformer):
             self.found.append(call)
 
         return call
-
-
-class _Chunk(Transformer):
-    """Take the lanes ``j .. j+S`` of a statement's copy: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
-
-    def __init__(self, splitter):
-        self.splitter = splitter
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        # ``node`` is the statement's copy: changed in place, not copied again.
-        if self.splitter.is_lanes(node):
-            node.args[1] = ast.Constant(self.splitter.sub)
-
-            return ast.BinOp(
-                ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
-            )
-
-        return node
 
 
 class _Replace(Transformer):
