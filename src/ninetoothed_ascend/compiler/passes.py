@@ -236,7 +236,12 @@ class Pass(Transformer):
         self.aliases = self.module.aliases
         self.visit(tree)
         self.finish(tree)
-        _fix_statement_locations(tree)
+
+        # A pass that reports no rewrite created no statement (it leaves the
+        # tree as it was: tests/test_pipeline_facts.py), so none lacks a
+        # location; most passes of a pipeline rewrite nothing.
+        if self.rewrites:
+            _fix_statement_locations(tree)
 
         return self.rewrites
 
