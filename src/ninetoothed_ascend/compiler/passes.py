@@ -164,6 +164,11 @@ _FIELDLESS = frozenset(
     node_class for node_class in _node_classes(ast.AST) if not node_class._fields
 )
 
+# What :func:`clone` shares: nothing to change in them (``pass`` has a location).
+_SHARED = frozenset(
+    node_class for node_class in _FIELDLESS if not node_class._attributes
+)
+
 
 class Pass(Transformer):
     """One rewrite of a generated Triton module, for one constraint.
@@ -487,13 +492,13 @@ def clone(node, replace=None):
 
     No memo: a generated module is a tree, each node reached once. Leaf
     values (names, constants, a ``Constant``'s value) are immutable and
-    shared, and so are the nodes without fields (``Load``, ``Add``, ...),
-    as ``ast.parse`` shares them. NineToothed's source of flash attention
+    shared, and so are the nodes without fields or location (``Load``,
+    ``Add``, ...), as ``ast.parse`` shares them. NineToothed's source of flash attention
     (14,647 nodes): 60 ms with ``copy.deepcopy``, 13 ms with this function
     (best of 10 on the 2-core development machine).
 
-    :param replace: ``None``, or a function called with each copied node
-        that has fields, after its children (bottom-up), returning what
+    :param replace: ``None``, or a function called with each copied node,
+        after its children (bottom-up), returning what
         takes its place in the copy (the node itself to keep it): a copy
         rewritten as it is made, without a second walk.
     """
@@ -501,7 +506,7 @@ def clone(node, replace=None):
     if isinstance(node, list):
         return [clone(item, replace) for item in node]
 
-    if not isinstance(node, ast.AST) or not node._fields:
+    if not isinstance(node, ast.AST) or node.__class__ in _SHARED:
         return node
 
     return _clone(node, replace)
@@ -517,11 +522,11 @@ def _clone(node, replace):
         if value.__class__ is list:
             fields[name] = [
                 _clone(item, replace)
-                if isinstance(item, ast.AST) and item._fields
+                if isinstance(item, ast.AST) and item.__class__ not in _SHARED
                 else item
                 for item in value
             ]
-        elif isinstance(value, ast.AST) and value._fields:
+        elif isinstance(value, ast.AST) and value.__class__ not in _SHARED:
             fields[name] = _clone(value, replace)
         else:
             fields[name] = value
