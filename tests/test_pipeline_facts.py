@@ -2,13 +2,15 @@
 
 ``run_pipeline`` finds what a module refers to once and keeps it across the
 passes that report no rewrite; a pass whose ``TRIGGERS`` the module does
-not refer to is not run. Both rest on facts of the passes, checked here on
-every example, for every pipeline, pass by pass: a pass that reports no
+not refer to is not run, and one that applied before the last rewrites is
+run without looking again. These rest on facts of the passes, checked here
+on every example, for every pipeline, pass by pass: a pass that reports no
 rewrite leaves the tree as it was, and a pass that ``applies_to`` says
-cannot apply rewrites nothing when it is run anyway.
+cannot apply rewrites nothing and records no fact when it is run anyway.
 """
 
 import ast
+import copy
 
 import pytest
 from conftest import EXAMPLE_NAMES
@@ -56,11 +58,12 @@ def test_a_pass_skipped_or_reporting_no_rewrite_leaves_the_module_as_it_was(name
 
             if not pass_class.applies_to(GeneratedModule(tree)):
                 skipped = clone(tree)
-                count = pass_class(target, dict(facts)).run(skipped)
+                recorded = copy.deepcopy(facts)
+                count = pass_class(target, recorded).run(skipped)
 
-                assert (count, ast.dump(skipped)) == (0, before), (
+                assert (count, ast.dump(skipped), recorded) == (0, before, facts), (
                     f"{label}: {pass_class.__name__} rewrote a module that refers to "
-                    f"none of its triggers"
+                    f"none of its triggers, or recorded a fact"
                 )
                 checked += 1
 
@@ -121,3 +124,23 @@ def test_references_resolve_imports_and_name_every_prefix():
     } <= module.references
     assert module.refers_to(["triton.language.extra"])
     assert not module.refers_to(["triton.language.dot", "triton.autotune"])
+
+
+def test_references_look_inside_attribute_chains_on_other_expressions():
+    # ``tl.load(p).to(tl.float32).T``: the chain's base is a call, whose
+    # names count; the attributes read off its result name nothing.
+    module = GeneratedModule(
+        ast.parse(
+            "import triton.language as tl\n"
+            "def g(p):\n"
+            "    return tl.load(p).to(tl.float32).T + tl.arange(0, 4)[None, :].shape\n"
+        )
+    )
+
+    assert {
+        "triton.language.load",
+        "triton.language.float32",
+        "triton.language.arange",
+        "p",
+    } <= module.references
+    assert not {"to", "T", "shape"} & module.references

@@ -146,3 +146,24 @@ def test_clone_is_a_deep_copy_like_deepcopys():
         if isinstance(node, ast.FunctionDef):
             node.body.clear()
     assert ast.dump(tree, include_attributes=True) == original
+
+
+def test_clone_replaces_copied_nodes_bottom_up_and_leaves_the_original():
+    tree = ast.parse("f(g(x), y)")
+    original = ast.dump(tree)
+    seen = []
+
+    def replace(node):
+        seen.append(type(node).__name__)
+
+        if isinstance(node, ast.Call) and node.func.id == "g":
+            return ast.Name("z", ast.Load())
+
+        return node
+
+    copied = clone(tree, replace)
+
+    assert ast.unparse(copied) == "f(z, y)"
+    assert ast.dump(tree) == original
+    # Children before their parents; nodes without fields are not offered.
+    assert seen == ["Name", "Name", "Name", "Call", "Name", "Call", "Expr", "Module"]

@@ -9,6 +9,7 @@ from ninetoothed_ascend.compiler.passes import (
     Transformer,
     clone,
     insert_after_imports,
+    statements,
     walk,
 )
 
@@ -80,7 +81,13 @@ class PersistentGrid(Pass):
             done.add(kernel.name)
             self.rewrote()
 
-        _GuardLaunches(guards).visit(node)
+        # Launches are host code: the kernels, most of the module, are not walked.
+        kernels = {id(kernel) for kernel in self.module.kernels().values()}
+        guard = _GuardLaunches(guards)
+        node.body = [
+            statement if id(statement) in kernels else guard.visit(statement)
+            for statement in node.body
+        ]
 
         if done:
             insert_after_imports(node, ast.parse(self.helper()).body)
@@ -178,7 +185,8 @@ def _rename_outer_assignments(kernel, body, outer):
 
     for statement in body:
         if isinstance(statement, ast.Assign):
-            statement.value = _Rename(renamed).visit(statement.value)
+            if renamed:
+                statement.value = _Rename(renamed).visit(statement.value)
             targets = {
                 node.id
                 for target in statement.targets
@@ -209,7 +217,10 @@ def _rename_outer_assignments(kernel, body, outer):
                     "a name assigned at the top level of the kernel.",
                 )
 
-            statement = _Rename(renamed).visit(statement)
+            # Nothing renamed yet (a kernel that assigns no parameter): the
+            # statement, often the whole tile body, is not walked again.
+            if renamed:
+                statement = _Rename(renamed).visit(statement)
 
         result.append(statement)
 
@@ -238,7 +249,7 @@ def _program_id_statement(owner, kernel):
             and isinstance(statement.value.args[0], ast.Constant)
             and statement.value.args[0].value == 0
         ):
-            if any(isinstance(node, ast.Return) for node in walk(kernel)):
+            if any(isinstance(node, ast.Return) for node in statements(kernel)):
                 break
 
             return position, statement.targets[0].id

@@ -2,7 +2,13 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, insert_after_imports, keyword, walk
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+    insert_after_imports,
+    keyword,
+    statements,
+    walk,
+)
 
 #: Prefix of the module-level ``triton.jit`` functions that load a pointer block under a larger mask.
 LOAD = "ninetoothed_ascend_load_under_mask"
@@ -69,7 +75,7 @@ class BroadcastLoadPointer(Pass):
     def visit_FunctionDef(self, node):
         self._block_names = {
             target.id
-            for statement in walk(node)
+            for statement in statements(node)
             if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
             and statement.value is not None
             and any(

@@ -93,12 +93,34 @@ class GroupMaskTerms(MaskPass):
         ]
         grouped = _and([_and(group) for group in (*groups, constants) if group])
 
-        if ast.dump(grouped) == ast.dump(mask):
+        if _same(grouped, mask):
             return mask
 
         self.rewrote()
 
         return ast.copy_location(grouped, mask)
+
+
+def _same(first, second):
+    """Whether ``ast.dump`` of the two expressions is the same.
+
+    The grouped mask is built from the original's terms, so an unchanged
+    mask has the same term objects under the same ``&`` nodes: dumping only
+    where the objects differ spares dumping every mask twice.
+    """
+
+    if first is second:
+        return True
+
+    if (
+        isinstance(first, ast.BinOp)
+        and isinstance(second, ast.BinOp)
+        and isinstance(first.op, ast.BitAnd)
+        and isinstance(second.op, ast.BitAnd)
+    ):
+        return _same(first.left, second.left) and _same(first.right, second.right)
+
+    return ast.dump(first) == ast.dump(second)
 
 
 def _names(node):

@@ -2,7 +2,13 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, keyword, summands, walk
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+    keyword,
+    statements,
+    summands,
+    walk,
+)
 
 _BARRIER = "triton.language.debug_barrier()"
 
@@ -50,6 +56,11 @@ class SynchronizeReadBack(Pass):
             return node
 
         self._bases = _PointerBases(node)
+        self._loads = {}
+
+        for statement in node.body:
+            self._index_loads(statement)
+
         node.body = self._synchronize(node.body, frozenset())
 
         return node
@@ -59,7 +70,7 @@ class SynchronizeReadBack(Pass):
         later = set(loaded_later)
 
         for statement in reversed(body):
-            loaded = self._loaded(statement)
+            loaded = self._loads[id(statement)]
 
             if isinstance(statement, (ast.For, ast.While)):
                 in_loop = later | loaded
@@ -85,14 +96,31 @@ class SynchronizeReadBack(Pass):
 
         return set()
 
-    def _loaded(self, statement):
-        return {
-            base
-            for node in walk(statement)
-            if isinstance(node, ast.Call)
-            and self.is_call_to(node, "triton.language.load")
-            for base in self._bases(_pointer(node))
-        }
+    def _index_loads(self, statement):
+        """Record the bases ``statement`` loads from, and those of each statement inside it, in one walk.
+
+        :meth:`_synchronize` asks for the loads of a block's statements and
+        then of the statements nested in them; found per statement, a loop
+        nested ``n`` deep was walked ``n + 1`` times.
+        """
+
+        loaded = set()
+
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                loaded |= self._index_loads(child)
+            else:
+                loaded.update(
+                    base
+                    for node in walk(child)
+                    if isinstance(node, ast.Call)
+                    and self.is_call_to(node, "triton.language.load")
+                    for base in self._bases(_pointer(node))
+                )
+
+        self._loads[id(statement)] = loaded
+
+        return loaded
 
 
 class _PointerBases:
@@ -107,7 +135,8 @@ class _PointerBases:
         self._parameters = {argument.arg for argument in kernel.args.args}
         assigned = {}
 
-        for node in walk(kernel):
+        # Assignments are statements: the expressions, most of the kernel, are not walked.
+        for node in statements(kernel):
             targets = ()
 
             if isinstance(node, ast.Assign):

@@ -41,6 +41,7 @@ The model (docs/ub.md has the derivation and its measured error):
 import ast
 import collections
 import dataclasses
+import functools
 import math
 
 from ninetoothed_ascend.compiler.passes import resolve, walk
@@ -245,11 +246,19 @@ class KernelModel:
     def __init__(self, kernel, aliases):
         self.kernel = kernel
         self.aliases = aliases
-        # A cube kernel's constants (its accumulator's zeros) live in L0C, not the UB.
-        self.hoists = not uses_dot(kernel, aliases)
         self.parameters = frozenset(argument.arg for argument in kernel.args.args)
         # Per kind of fact, node (or sequence of statements) -> the fact.
         self._facts = collections.defaultdict(dict)
+
+    @functools.cached_property
+    def hoists(self):
+        """Whether the kernel's constants are hoisted into the UB once: not in a cube kernel, whose constants (its accumulator's zeros) live in L0C.
+
+        Found when a footprint first meets a constant or an index vector: a
+        kernel whose statements have none is not walked for it.
+        """
+
+        return not uses_dot(self.kernel, self.aliases)
 
     def footprint(
         self, constexprs, elem_sizes=None, multibuffer=True, contiguous=False
@@ -370,7 +379,6 @@ class _Model:
         self.unit_strides = set()
         self.layout_flags = set()
         self.hoisted = {}
-        self.hoists = self.analysis.hoists
         self.parameters = self.analysis.parameters
         self.loads = 0
         self.statement_loads = set()
@@ -666,7 +674,7 @@ class _Model:
             # int32, hoisted out of the task loop as a constant is.
             tile = _Tile(self.shape_of(node).shape, INDEX_ELEM_BYTES)
 
-            if not self.hoists:
+            if not self.analysis.hoists:
                 return tile, tile.bytes, tile.bytes
 
             self.hoisted[self.analysis.dump(node)] = tile.bytes
@@ -678,7 +686,7 @@ class _Model:
             dtype = arguments.get(2 if function == "full" else 1)
             dtype = arguments.get("dtype", dtype)
             tile = _Tile(shape, self.dtype_bytes(dtype))
-            if not self.hoists:
+            if not self.analysis.hoists:
                 return tile, tile.bytes, tile.bytes
 
             # A constant: hoisted out of the task loop, one buffer for the whole kernel.
@@ -737,7 +745,7 @@ class _Model:
         the loop's load at 159, both live until 170. Vector-only kernels.
         """
 
-        if not self.hoists:
+        if not self.analysis.hoists:
             return 0
 
         accesses = {

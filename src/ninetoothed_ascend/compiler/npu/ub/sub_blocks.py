@@ -6,6 +6,7 @@ from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    Transformer,
     clone,
     insert_after_imports,
     walk,
@@ -202,8 +203,10 @@ class SplitSubBlocks(Pass):
     def split(self, kernel, budget):
         constexprs = self.constexpr_parameters(kernel)
         extents = set()
+        # Walked once for the extents and for :meth:`splittable`.
+        calls = [node for node in walk(kernel) if isinstance(node, ast.Call)]
 
-        for call in walk(kernel):
+        for call in calls:
             if self.is_call_to(call, "triton.language.arange"):
                 end = call.args[1]
 
@@ -224,7 +227,7 @@ class SplitSubBlocks(Pass):
         if sub is None:
             return
 
-        if sub == 0 or not self.splittable(kernel, extent):
+        if sub == 0 or not self.splittable(calls):
             self.guards.append((kernel, extent, sub))
 
             return
@@ -249,11 +252,10 @@ class SplitSubBlocks(Pass):
         kernel.body = [*prefix, ast.If(test, rest, split_body)]
         self.rewrote()
 
-    def splittable(self, kernel, extent):
-        for call in walk(kernel):
-            if not isinstance(call, ast.Call):
-                continue
+    def splittable(self, calls):
+        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles."""
 
+        for call in calls:
             name = self.resolve(call.func) or ""
 
             if not name.startswith("triton.language."):
@@ -377,24 +379,10 @@ class _Splitter:
     def reductions(self, node, tiles):
         """Outermost-last reductions over tiles in ``node``, inner ones first."""
 
-        found = []
+        finder = _Reductions(self, tiles)
+        finder.visit(node)
 
-        class Visitor(ast.NodeVisitor):
-            def visit_Call(visitor, call):
-                visitor.generic_visit(call)
-                name = self.owner.resolve(call.func) or ""
-                function = name.removeprefix("triton.language.")
-
-                if (
-                    name.startswith("triton.language.")
-                    and function in _REDUCTIONS
-                    and self.depends(call.args[0], tiles)
-                ):
-                    found.append(call)
-
-        Visitor().visit(node)
-
-        return found
+        return finder.found
 
     def reduce(self, call, name, definitions, tiles):
         function = self.owner.resolve(call.func).removeprefix("triton.language.")
@@ -443,31 +431,60 @@ class _Splitter:
         return loop
 
     def chunk(self, statement):
-        splitter = self
+        """A copy of ``statement`` on the lanes ``j .. j+S``: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
 
-        class Chunk(ast.NodeTransformer):
-            def visit_Call(self, node):
-                self.generic_visit(node)
+        return clone(statement, self._take_lanes)
 
-                if splitter.is_lanes(node):
-                    node = clone(node)
-                    node.args[1] = ast.Constant(splitter.sub)
+    def _take_lanes(self, node):
+        if type(node) is ast.Call and self.is_lanes(node):
+            node.args[1] = ast.Constant(self.sub)
 
-                    return ast.BinOp(
-                        ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
-                    )
+            return ast.BinOp(
+                ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
+            )
 
-                return node
+        return node
 
-        return Chunk().visit(clone(statement))
+
+# The visitors are module-level classes, not made per call: a class made
+# per call was a new class each time, and each paid again for its
+# ``Transformer`` setup (which node types its visit can skip).
+
+
+class _Reductions(Transformer):
+    """Collect the reductions over tiles in what it visits, inner ones first (:attr:`found`)."""
+
+    def __init__(self, splitter, tiles):
+        self.splitter = splitter
+        self.tiles = tiles
+        self.found = []
+
+    def visit_Call(self, call):
+        self.generic_visit(call)
+        name = self.splitter.owner.resolve(call.func) or ""
+        function = name.removeprefix("triton.language.")
+
+        if (
+            name.startswith("triton.language.")
+            and function in _REDUCTIONS
+            and self.splitter.depends(call.args[0], self.tiles)
+        ):
+            self.found.append(call)
+
+        return call
+
+
+class _Replace(Transformer):
+    def __init__(self, old, new):
+        self.old = old
+        self.new = new
+
+    def visit(self, node):
+        if node is self.old:
+            return self.new
+
+        return super().visit(node)
 
 
 def _replace(tree, old, new):
-    class Replace(ast.NodeTransformer):
-        def visit(self, node):
-            if node is old:
-                return new
-
-            return super().visit(node)
-
-    Replace().visit(tree)
+    _Replace(old, new).visit(tree)
