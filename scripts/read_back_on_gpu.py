@@ -1,12 +1,14 @@
-"""On a CUDA GPU: the NPU variant of the saved-statistics instance norm, emulated, with and without SynchronizeReadBack's barriers.
+"""On a CUDA GPU: the saved-statistics instance norm with and without SynchronizeReadBack's barriers, and as NineToothed makes it.
 
 ``examples/normalization/instance_norm_saved_stats.py`` stores each plane's
 mean and variance, then reads them back. This runs its emulated NPU variant
-as the handle builds it (with the barriers) and the same source with every
-``triton.language.debug_barrier()`` taken out, each dtype and shape case
-``--repeats`` times, against torch, and prints one line per run and a
-summary per form. The statistics start as NaN, so a load that misses its
-store shows as a mismatch.
+as the handle builds it (with the barriers), the same source with every
+``triton.language.debug_barrier()`` taken out, the handle's CUDA variant
+(NineToothed's source byte for byte, no barrier) and plain
+``ninetoothed.make``'s kernel, each dtype and shape case ``--repeats``
+times, against torch, and prints one line per run and a summary per form.
+The statistics start as NaN, so a load that misses its store shows as a
+mismatch.
 
     NINETOOTHED_ASCEND_CACHE_DIR=$(mktemp -d) python3 scripts/read_back_on_gpu.py [--repeats 3]
 """
@@ -14,6 +16,9 @@ store shows as a mismatch.
 import argparse
 import pathlib
 
+import ninetoothed
+
+import ninetoothed_ascend
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.runtime.handle import import_variant
@@ -36,6 +41,15 @@ def main():
     module = examples.load_module(EXAMPLE)
     handle = module.kernel
     source = handle.emulated_source("cuda").source
+
+    with ninetoothed_ascend.disabled():
+        plain = ninetoothed.make(
+            module.arrangement,
+            module.application,
+            module.tensors,
+            kernel_name=handle.kernel_name,
+        )
+
     forms = {
         "with barriers": handle.emulated("cuda"),
         "without barriers": getattr(
@@ -45,6 +59,8 @@ def main():
             ),
             handle.launch_name,
         ),
+        "CUDA variant": handle.variant("cuda"),
+        "plain ninetoothed.make": plain,
     }
 
     for form, launch in forms.items():

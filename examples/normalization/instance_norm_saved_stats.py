@@ -92,6 +92,20 @@ kernel = ninetoothed_ascend.make(
     arrangement, application, tensors, kernel_name="instance_norm_saved_stats"
 )
 
+#: The CUDA variant is NineToothed's source byte for byte, which reads the
+#: statistics back without a barrier: on a GPU, some runs read the NaN they
+#: started as. Measured on an H100 (Triton 3.6, every dtype and case 5
+#: times, ``scripts/read_back_on_gpu.py --repeats 5``, docs/verification.md):
+#: plain ``ninetoothed.make`` and the handle's CUDA variant each match torch
+#: in 13 of 30 runs, the NPU variant emulated on CUDA in 30 of 30
+#: (``SynchronizeReadBack``'s barriers), 20 of 30 without them.
+KNOWN_FAILURES = {
+    "cuda": "NineToothed's own source (the CUDA variant, byte for byte) reads "
+    "the stored statistics back without a barrier; on a GPU some runs read "
+    "the NaN they started as (plain ninetoothed.make: 17 of 30 runs differ on "
+    "an H100). The NPU variant has the barriers (SynchronizeReadBack).",
+}
+
 # (1, 1, 382): one plane, the shape of the library test that read stale
 # statistics (docs/verification.md, "Read-back after a store").
 CASES = (
