@@ -288,6 +288,9 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
     from ninetoothed_ascend.runtime.handle import Handle
 
     module = load_example("add")
+    # As a process that ran it left it: with the CPU variant, and with that
+    # what its launches require (Handle.requirements).
+    module.kernel.build(("cpu",))
     entry = cache_module.Cache(cache_dir).load(module.kernel.key)
 
     def refuse(*args, **kwargs):
@@ -303,3 +306,35 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
 
     with pytest.raises(ValueError, match=r"kernel `add` \(cpu variant\)"):
         module.launch(handle, input.view(1, -1), other.view(1, -1))
+
+
+def test_launch_requirements_are_read_with_the_first_checked_variant(
+    cache_dir, monkeypatch
+):
+    """``make`` leaves them out (a kernel that runs only its CUDA variant checks nothing); building the CPU variant stores them; an entry without them reads them at the first checked launch."""
+
+    import torch
+    from helpers import load_example
+
+    from ninetoothed_ascend.runtime import dispatch
+
+    module = load_example("add")
+    cache = cache_module.Cache(cache_dir)
+
+    assert "requirements" not in cache.load(module.kernel.key).launch
+
+    fresh = dispatch.new_handle(
+        module.kernel.kernel_name, module.kernel.key, cache.load(module.kernel.key)
+    )
+    module.kernel.build(("cpu",))
+    stored = cache.load(module.kernel.key).launch["requirements"]
+
+    assert stored["ndims"] == [[0, 1], [1, 1], [2, 1]]
+
+    # The handle made before the CPU variant was stored reads them itself.
+    input, other = module.inputs("cpu", torch.float32)
+
+    with pytest.raises(ValueError, match=r"kernel `add` \(cpu variant\)"):
+        module.launch(fresh, input.view(1, -1), other.view(1, -1))
+
+    assert fresh.entry.launch["requirements"] == stored

@@ -7,7 +7,7 @@ from conftest import EXAMPLE_NAMES
 from helpers import example_cases, load_example, shared_example
 
 import ninetoothed_ascend
-from ninetoothed_ascend import examples
+from ninetoothed_ascend import ascendify, examples
 from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.jit import ninetoothed_adapter
 
@@ -103,9 +103,9 @@ def test_unknown_variant_name_raises():
         load_example("add").kernel.source("tpu")
 
 
-class _Refuses(ninetoothed_ascend.ascendify.Pass):
+class _Refuses(ascendify.Pass):
     def visit_Module(self, node):
-        raise ninetoothed_ascend.ascendify.RewriteError(
+        raise ascendify.RewriteError(
             "this kernel uses a construct Ascend lacks.",
             "Rewrite the kernel without it.",
         )

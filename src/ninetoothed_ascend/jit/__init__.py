@@ -385,7 +385,7 @@ def _entry(generated, counters_delta, variants=None):
         launch_name=generated.launch_name,
         variants=variants or {"cuda": build_variant(generated, "cuda")},
         counters_delta=counters_delta,
-        launch=launch_facts(generated),
+        launch=launch_facts(generated, requirements=variants is not None),
     )
 
 

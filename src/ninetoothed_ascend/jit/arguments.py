@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import os
 
-from ninetoothed_ascend.compiler.passes import walk
+from ninetoothed_ascend.compiler.passes import collection_paused, walk
 
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"
@@ -136,6 +136,19 @@ def requirements(source, kernel_name, launch_name):
     )
 
     return Requirements(parameters, ndims, equal_sizes)
+
+
+def requirements_fact(source, kernel_name, launch_name):
+    """:func:`requirements` as a cache entry keeps it (``Entry.launch["requirements"]``).
+
+    :return: ``Requirements.to_json()``, or ``None`` when the source does not
+        have the structure NineToothed generates (nothing is checked).
+    """
+
+    with collection_paused():
+        required = requirements(source, kernel_name, launch_name)
+
+    return required.to_json() if required is not None else None
 
 
 def _ndims(launch, parameters):
@@ -345,4 +358,11 @@ def _explain(required, kernel_name, variant, args):
                 )
 
 
-__all__ = ["CHECK_VARIABLE", "Requirements", "checked", "requested", "requirements"]
+__all__ = [
+    "CHECK_VARIABLE",
+    "Requirements",
+    "checked",
+    "requested",
+    "requirements",
+    "requirements_fact",
+]

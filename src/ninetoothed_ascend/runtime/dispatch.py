@@ -84,27 +84,35 @@ class ObservedHandle(Handle):
         return super().__call__(*args, **kwargs)
 
 
-def launch_facts(generated):
+def launch_facts(generated, requirements=False):
     """Read, once per generated kernel, what its handles need to know about its launch function.
 
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :param requirements: ``True`` to read its ``requirements`` too, for an
+        entry built with the variants whose launches are checked; otherwise
+        a handle reads them when it first needs them
+        (:meth:`~ninetoothed_ascend.runtime.handle.Handle.build`, a checked
+        launch).
     :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
         ``parameters`` and ``tensors`` from :func:`launch_parameters`
-        (``None`` and ``[]`` when it cannot tell), ``requirements`` from
-        :func:`ninetoothed_ascend.jit.arguments.requirements` (or ``None``).
+        (``None`` and ``[]`` when it cannot tell), and with ``requirements``,
+        :func:`ninetoothed_ascend.jit.arguments.requirements_fact`.
     """
 
     with collection_paused():
         parameters = launch_parameters(generated.source, generated.launch_name)
-        required = arguments.requirements(
+
+    facts = {
+        "parameters": list(parameters[0]) if parameters is not None else None,
+        "tensors": list(parameters[1]) if parameters is not None else [],
+    }
+
+    if requirements:
+        facts["requirements"] = arguments.requirements_fact(
             generated.source, generated.kernel_name, generated.launch_name
         )
 
-    return {
-        "parameters": list(parameters[0]) if parameters is not None else None,
-        "tensors": list(parameters[1]) if parameters is not None else [],
-        "requirements": required.to_json() if required is not None else None,
-    }
+    return facts
 
 
 def launch_parameters(source, launch_name):

@@ -2,8 +2,10 @@
 
 A handle is made from a cache entry that holds NineToothed's source (the CUDA
 variant) and the facts about its launch function read when it was generated
-(:attr:`~ninetoothed_ascend.cache.Entry.launch`): it reads no source and runs
-no analysis itself. The NPU and CPU variants are built at their first use (a
+(:attr:`~ninetoothed_ascend.cache.Entry.launch`): it runs no pass itself, and
+reads the source only for what its launches require of their arguments
+(:attr:`Handle.requirements`), once per entry, where the entry was made
+without the variants that check them. The NPU and CPU variants are built at their first use (a
 call with tensors of their device type, :meth:`Handle.source`,
 :meth:`Handle.variant`, ...) by :mod:`~ninetoothed_ascend.jit.variants`, or
 all at once by :meth:`Handle.build` (``warm``), and added to the entry.
@@ -23,6 +25,9 @@ from ninetoothed_ascend.compiler import emulation, pipelines
 from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, emulated_variant
+
+#: :attr:`Handle.requirements` before it is read.
+_UNREAD = object()
 
 
 class VariantUnavailableError(RuntimeError):
@@ -67,12 +72,7 @@ class Handle:
         self._launches = dict(launches or {})
         self._emulated_sources = {}
         self._emulated_launches = {}
-        requirements = (entry.launch or {}).get("requirements")
-        self._requirements = (
-            arguments.Requirements.from_json(requirements)
-            if requirements is not None
-            else None
-        )
+        self._requirements = _UNREAD
 
     def __call__(self, *args, **kwargs):
         device_type = None
@@ -154,9 +154,9 @@ class Handle:
         else:
             launch, variant = self.variant(device_type), device_type
 
-        if arguments.requested(variant) and self._requirements is not None:
+        if arguments.requested(variant) and self.requirements is not None:
             launch = arguments.checked(
-                launch, self._requirements, self.kernel_name, variant
+                launch, self.requirements, self.kernel_name, variant
             )
 
         self._launches[device_type] = launch
@@ -371,7 +371,42 @@ class Handle:
         for name in built:
             variants[name] = build_variant(generated, name)
 
+        if any(arguments.requested(name) for name in built):
+            # Stored with the variants whose launches are checked.
+            self.requirements  # noqa: B018
+
         return built
+
+    @property
+    def requirements(self):
+        """What the launch function requires of its arguments: :class:`~ninetoothed_ascend.jit.arguments.Requirements`, or ``None`` where nothing is checked.
+
+        Read from the entry, where a handle that built a variant whose
+        launches are checked (:meth:`build`) or an entry built with them
+        keeps them; otherwise from NineToothed's source at the first request
+        (1 to 5 ms, which a ``make`` of a kernel that runs only its CUDA
+        variant no longer pays), then added to the entry.
+        """
+
+        if self._requirements is _UNREAD:
+            launch = self._entry.launch
+
+            if launch is None:  # an entry whose launch is unknown checks nothing
+                self._requirements = None
+            else:
+                if "requirements" not in launch:
+                    launch["requirements"] = arguments.requirements_fact(
+                        self._entry.variants["cuda"].source,
+                        self._entry.kernel_name,
+                        self._entry.launch_name,
+                    )
+
+                fact = launch["requirements"]
+                self._requirements = (
+                    arguments.Requirements.from_json(fact) if fact is not None else None
+                )
+
+        return self._requirements
 
     def _built(self, name):
         _check_variant_name(name)
