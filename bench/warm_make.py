@@ -53,7 +53,6 @@ CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 MEASURE = """
 import importlib.util, json, sys, time
 import torch
-import triton
 import ninetoothed
 import ninetoothed_ascend
 from ninetoothed_ascend.jit import ninetoothed_adapter
@@ -68,6 +67,8 @@ cuda = torch.cuda.is_available()
 if cuda and not time_process_start:
     # Torch's CUDA state and Triton's driver: created once by any program
     # that launches a Triton kernel on the GPU, whichever call asks first.
+    import triton
+
     triton.runtime.driver.active.get_current_device()
 captured = []
 
