@@ -308,6 +308,34 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
         module.launch(handle, input.view(1, -1), other.view(1, -1))
 
 
+def test_a_checked_variant_reads_the_launch_requirements_from_its_pipelines_parse(
+    cache_dir, monkeypatch
+):
+    """Building the CPU variant parses NineToothed's source once: the pipeline's parse also gives what its launches require."""
+
+    import ast
+
+    from helpers import load_example
+
+    module = load_example("add")
+    source = module.kernel.source("cuda")
+    parses = []
+    parse = ast.parse
+
+    def counting_parse(text, *args, **kwargs):
+        parses.append(text == source)
+
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    module.kernel.build(("cpu",))
+
+    assert parses.count(True) == 1
+    assert cache_module.Cache(cache_dir).load(module.kernel.key).launch["requirements"][
+        "ndims"
+    ] == [[0, 1], [1, 1], [2, 1]]
+
+
 def test_launch_requirements_are_read_with_the_first_checked_variant(
     cache_dir, monkeypatch
 ):

@@ -303,3 +303,97 @@ def test_memos_are_stored_only_by_a_make_that_finds_its_kernel(tmp_path):
     stored = run_python(code, cache_dir)
     assert "environment" in stored and "function" in stored
     assert run_python(code, cache_dir) == stored
+
+
+class _CudaDevice:
+    """What ``torch.cuda.get_device_properties`` describes, for a machine without a GPU."""
+
+    def __init__(self, uuid):
+        self.name = "NVIDIA H100 80GB HBM3"
+        self.major, self.minor = 9, 0
+        self.uuid = uuid
+        self.total_memory = 85_000_000_000
+
+
+def _on_a_cuda_device(monkeypatch, uuid, reported):
+    # A CUDA device whose Triton driver reports ``reported``; returns the
+    # list of driver queries.
+    import torch
+
+    queries = []
+
+    def query():
+        queries.append(uuid)
+
+        return dict(reported)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda index: _CudaDevice(uuid)
+    )
+    monkeypatch.setattr(fingerprint.ninetoothed_adapter, "device_properties", query)
+    monkeypatch.setattr(fingerprint, "_device_properties", {})
+
+    return queries
+
+
+def test_device_properties_are_asked_once_per_device_and_read_back_by_later_processes(
+    tmp_path, monkeypatch
+):
+    cache = Cache(tmp_path / "cache")
+    reported = {"max_num_regs": 65536, "max_shared_mem": 232448}
+    queries = _on_a_cuda_device(monkeypatch, "GPU-a", reported)
+    memos = Memos(cache)
+
+    assert fingerprint.device_properties(memos) == reported
+    assert fingerprint.device_properties(memos) == reported
+    assert queries == ["GPU-a"]
+
+    memos.store()
+    # A later process: nothing in memory, the memo on disk.
+    monkeypatch.setattr(fingerprint, "_device_properties", {})
+
+    assert fingerprint.device_properties(Memos(cache)) == reported
+    assert queries == ["GPU-a"]
+
+    # Another device is asked for its own.
+    other = {"max_num_regs": 65536, "max_shared_mem": 101376}
+    queries = _on_a_cuda_device(monkeypatch, "GPU-b", other)
+
+    assert fingerprint.device_properties(Memos(cache)) == other
+    assert queries == ["GPU-b"]
+
+
+def test_a_damaged_device_memo_is_asked_again(tmp_path, monkeypatch):
+    cache = Cache(tmp_path / "cache")
+    reported = {"max_num_regs": 65536, "max_shared_mem": 232448}
+    queries = _on_a_cuda_device(monkeypatch, "GPU-a", reported)
+    memos = Memos(cache)
+    fingerprint.device_properties(memos)
+    memos.store()
+    (stored,) = (tmp_path / "cache/memos/device").iterdir()
+    cache.remember("device", stored.name, '{"max_num_regs": "many"}')
+    monkeypatch.setattr(fingerprint, "_device_properties", {})
+
+    assert fingerprint.device_properties(Memos(cache)) == reported
+    assert queries == ["GPU-a", "GPU-a"]
+
+
+def test_without_a_cuda_device_the_driver_is_asked_and_nothing_is_remembered(
+    tmp_path, monkeypatch
+):
+    import torch
+
+    cache = Cache(tmp_path / "cache")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    memos = Memos(cache)
+
+    assert (
+        fingerprint.device_properties(memos)
+        == fingerprint.ninetoothed_adapter.device_properties()
+    )
+
+    memos.store()
+
+    assert not (tmp_path / "cache/memos/device").exists()

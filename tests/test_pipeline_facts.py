@@ -2,8 +2,9 @@
 
 ``run_pipeline`` finds what a module refers to once and keeps it across the
 passes that report no rewrite; a pass whose ``TRIGGERS`` the module does
-not refer to is not run, and one that applied before the last rewrites is
-run without looking again. These rest on facts of the passes, checked here
+not refer to is not run, and after a rewrite it is asked from the references
+before it and what the rewriting pass declares it introduces, without
+looking again. These rest on facts of the passes, checked here
 on every example, for every pipeline, pass by pass: a pass that reports no
 rewrite leaves the tree as it was, and a pass that ``applies_to`` says
 cannot apply rewrites nothing and records no fact when it is run anyway.
@@ -81,6 +82,43 @@ def test_a_pass_skipped_or_reporting_no_rewrite_leaves_the_module_as_it_was(name
                 )
 
     assert checked > 0
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_what_a_rewrite_introduces_is_declared_so_no_pass_that_applies_is_skipped(
+    name,
+):
+    # ``run_pipeline`` asks whether a pass applies from the references before
+    # the last rewrites and what those passes declare in ``INTRODUCES``;
+    # wherever the rewritten tree itself refers to the triggers of a pass (of
+    # any pipeline, so that the passes may be reordered), that answer must be
+    # yes.
+    for label, source, passes, target in pipelines_of(name):
+        tree = ast.parse(source)
+        module = GeneratedModule(tree)
+        facts = {}
+
+        for pass_class in passes:
+            try:
+                count = pass_class(target, facts).run(tree, module)
+            except Exception:  # the pipeline fails there as a whole
+                break
+
+            if not count:
+                continue
+
+            module = module.rewritten(pass_class.INTRODUCES)
+            exact = GeneratedModule(tree)
+            missed = [
+                other.__name__
+                for other in pipelines.PASSES.values()
+                if other.applies_to(exact) and not other.applies_to(module)
+            ]
+
+            assert not missed, (
+                f"{label}: {pass_class.__name__} made the module refer to a "
+                f"trigger of {missed} without declaring it in INTRODUCES"
+            )
 
 
 @pytest.mark.parametrize("name", ["add", "softmax", "matmul", "flash_attention"])

@@ -9,8 +9,12 @@ from ninetoothed_ascend.compiler.passes import (
     Transformer,
     clone,
     collection_paused,
+    find,
     import_aliases,
+    same,
     statements,
+    stored_names,
+    structure,
     walk,
 )
 
@@ -167,3 +171,73 @@ def test_clone_replaces_copied_nodes_bottom_up_and_leaves_the_original():
     assert ast.dump(tree) == original
     # Children before their parents; nodes without fields are not offered.
     assert seen == ["Name", "Name", "Name", "Call", "Name", "Call", "Expr", "Module"]
+
+
+def _dump_classes(nodes):
+    # The nodes grouped by ``ast.dump``, as sets of positions.
+    groups = {}
+
+    for position, node in enumerate(nodes):
+        groups.setdefault(ast.dump(node), set()).add(position)
+
+    return sorted(map(sorted, groups.values()))
+
+
+def test_structure_and_same_tell_nodes_apart_as_ast_dump_does():
+    # ``MODULE`` parsed twice: every node has an equal twin in the other copy.
+    nodes = [*walk(ast.parse(MODULE)), *walk(ast.parse(MODULE))]
+    by_structure = {}
+
+    for position, node in enumerate(nodes):
+        by_structure.setdefault(structure(node), set()).add(position)
+
+    assert sorted(map(sorted, by_structure.values())) == _dump_classes(nodes)
+
+    for first in nodes:
+        for second in nodes:
+            assert same(first, second) == (ast.dump(first) == ast.dump(second))
+
+
+def test_structure_and_same_follow_ast_dumps_leaves_and_absent_fields():
+    pairs = [
+        # ``repr`` of the value, as ``ast.dump`` writes it.
+        (ast.Constant(1), ast.Constant(1.0)),
+        (ast.Constant(1), ast.Constant(True)),
+        (ast.Constant(0.0), ast.Constant(-0.0)),
+        (ast.Constant("1"), ast.Constant(1)),
+        # An optional field missing or ``None``: both left out.
+        (ast.arg("x"), ast.arg("x", None)),
+        # A required field missing, or ``None``: told apart.
+        (ast.Constant(), ast.Constant(None)),
+        (ast.Name("x", ast.Load()), ast.Name("x", ast.Store())),
+        (ast.Tuple([], ast.Load()), ast.Tuple([ast.Constant(1)], ast.Load())),
+    ]
+
+    for first, second in pairs:
+        expected = ast.dump(first) == ast.dump(second)
+
+        assert same(first, second) == expected, ast.dump(first)
+        assert (structure(first) == structure(second)) == expected, ast.dump(first)
+
+
+def test_stored_names_are_the_names_in_store_context_of_a_walk():
+    tree = ast.parse(MODULE + "\n(w := 1)\nfor a, *b in []:\n    c.d = e[f] = 2\n")
+    expected = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+
+    assert stored_names(tree) == expected
+    assert {"total", "value", "w", "a", "b", "i"} <= expected
+    assert stored_names(ast.Name("x", ast.Store())) == {"x"}
+
+
+def test_find_holds_the_nodes_of_a_class_that_walk_yields():
+    tree = ast.parse(MODULE)
+
+    for node_class in (ast.Call, ast.Name, ast.Constant, ast.Assign, ast.arg):
+        for root in (tree, *walk(tree)):
+            expected = [node for node in walk(root) if isinstance(node, node_class)]
+
+            assert sorted(map(id, find(root, node_class))) == sorted(map(id, expected))

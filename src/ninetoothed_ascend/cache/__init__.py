@@ -6,8 +6,8 @@ Layout of a cache directory::
     kernels/<kernel key>.json         which source each variant of a kernel is
     locks/<kernel key>.lock           held while one process generates a kernel
     memos/<kind>/<stamp>              what ``jit.fingerprint`` derives from
-                                      files (:data:`MEMO_KINDS`), by a stamp
-                                      of their metadata
+                                      files or the driver (:data:`MEMO_KINDS`),
+                                      by a stamp of what it was read from
 
 A source file is trusted only if the sha256 of its bytes equals its name; an
 entry whose JSON does not parse, or whose sources are missing or do not match,
@@ -53,11 +53,13 @@ VARIANT_NAMES = ("cuda", "npu", "cpu")
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
-#: What :meth:`Cache.remember` stores, each by a stamp (sha256 hex) of the
-#: file metadata it was read from (``jit.fingerprint``): ``environment``, the
-#: installed versions and the package digest (JSON); ``function``, a
-#: function's ``inspect.getsource`` text.
-MEMO_KINDS = ("environment", "function")
+#: What :meth:`Cache.remember` stores, each by a stamp (sha256 hex) of what
+#: it was read from (``jit.fingerprint``): ``environment``, the installed
+#: versions and the package digest (JSON), by file metadata; ``function``, a
+#: function's ``inspect.getsource`` text, by file metadata; ``device``, the
+#: device properties Triton's driver reports (JSON), by the CUDA device's
+#: identity.
+MEMO_KINDS = ("environment", "function", "device")
 
 #: The variables that name the cache directory, in order of precedence
 #: (:func:`default_directory`).

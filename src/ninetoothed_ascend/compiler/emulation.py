@@ -80,6 +80,8 @@ class EmulateLibdeviceOnCuda(MapLibdevice):
 
     MODULES = ASCEND_LIBDEVICE_MODULES
     DEVICE_TYPE = "cuda"
+    # The helpers' import of CUDA Triton's libdevice.
+    INTRODUCES = ("triton.language.extra.libdevice",)
     DESCRIPTION = "triton-ascend 3.2.0's libdevice"
 
 

@@ -61,25 +61,37 @@ class GeneratedModule:
     def __init__(self, tree, aliases=None):
         self.tree = tree
         self.aliases = passes.import_aliases(tree) if aliases is None else aliases
-        #: ``None``, or for a module :meth:`rewritten` made, the last
-        #: :class:`GeneratedModule` of the tree whose :attr:`references` were
-        #: found before the rewrites since: what the tree referred to then.
-        self.earlier = None
+        # ``None``, or for a module :meth:`rewritten` made before its
+        # references were found: a superset of them, what :meth:`refers_to`
+        # answers from.
+        self._references_bound = None
 
-    def rewritten(self):
+    def rewritten(self, introduced=()):
         """A :class:`GeneratedModule` of the same tree, after a pass rewrote it in place.
 
-        It answers from the tree as it is now; its :attr:`earlier` is this
-        module if its :attr:`references` were found, else this module's
-        :attr:`earlier`.
+        It answers from the tree as it is now, except :meth:`refers_to`,
+        which answers from this module's references (found, or this module's
+        superset of them) and ``introduced``: the rewrite removes references
+        or adds only those.
+
+        :param introduced: dotted names (``str``) the rewrite may have made
+            the module refer to, the pass's
+            :attr:`~ninetoothed_ascend.compiler.passes.Pass.INTRODUCES`.
         """
 
         module = GeneratedModule(self.tree)
-        module.earlier = self if "references" in self.__dict__ else self.earlier
+        earlier = (
+            self.references
+            if "_names" in self.__dict__ or self._references_bound is None
+            else self._references_bound
+        )
+        module._references_bound = earlier.union(
+            prefix for name in introduced for prefix in _prefixes(name)
+        )
 
         return module
 
-    @functools.cached_property
+    @property
     def references(self):
         """Every dotted name the module refers to, with all its prefixes (``frozenset`` of ``str``).
 
@@ -93,14 +105,34 @@ class GeneratedModule:
         rewrote the tree.
         """
 
+        return self._names[0]
+
+    @property
+    def unbound_names(self):
+        """The names the module reads (``ast.Load``) and binds nowhere (``frozenset`` of ``str``).
+
+        Bound: by an import (its first component), an assignment or
+        ``del``, a definition, a parameter, a loop or comprehension target,
+        ``except ... as``, ``global`` or ``nonlocal``. Kept like
+        :attr:`references`, which is found in the same walk.
+        """
+
+        return self._names[1]
+
+    @functools.cached_property
+    def _names(self):
         names = set()
+        read = set()
+        bound = set()
         # Found again after passes that rewrote the tree, so made cheap:
         # depth first (a set has no order), an attribute chain on a name
         # resolved once as a whole (its inner links are its prefixes), no
         # visit of constants and nodes without fields, and node types told
         # apart by identity, not ``isinstance`` (``ast.parse`` and the passes
         # make no subclasses of them): about half the time of a resolve per node of
-        # ``passes.walk`` (softmax's NPU variant, flash attention's).
+        # ``passes.walk`` (softmax's NPU variant, flash attention's). What is
+        # read and bound is found in the same walk: a walk of its own cost
+        # ImportStandardModules as much as this one.
         stack = [self.tree]
 
         while stack:
@@ -109,6 +141,7 @@ class GeneratedModule:
 
             if node_type is ast.Name:
                 names.add(passes.resolve(node, self.aliases))
+                (read if type(node.ctx) is ast.Load else bound).add(node.id)
             elif node_type is ast.Attribute:
                 base = node
 
@@ -117,14 +150,24 @@ class GeneratedModule:
 
                 if type(base) is ast.Name:
                     names.add(passes.resolve(node, self.aliases))
+                    read.add(base.id)
                 else:
                     stack.append(base)
-            elif node_type is ast.Import:
-                names.update(alias.name for alias in node.names)
-            elif node_type is ast.ImportFrom:
-                if node.module is not None:
+            elif node_type is ast.Import or node_type is ast.ImportFrom:
+                if node_type is ast.Import:
+                    names.update(alias.name for alias in node.names)
+                elif node.module is not None:
                     names.update(f"{node.module}.{alias.name}" for alias in node.names)
+
+                bound.update(
+                    (alias.asname or alias.name).split(".")[0] for alias in node.names
+                )
             elif node_type is not ast.Constant:
+                if node_type in _BINDING_NAME:
+                    bound.add(getattr(node, _BINDING_NAME[node_type]))
+                elif node_type is ast.Global or node_type is ast.Nonlocal:
+                    bound.update(node.names)
+
                 for field in node._fields:
                     value = getattr(node, field, None)
 
@@ -135,10 +178,24 @@ class GeneratedModule:
                     elif isinstance(value, ast.AST) and value._fields:
                         stack.append(value)
 
-        return frozenset(prefix for name in names for prefix in _prefixes(name))
+        return (
+            frozenset(prefix for name in names for prefix in _prefixes(name)),
+            frozenset(read - bound),
+        )
 
     def refers_to(self, names):
-        """Whether the module refers to any of ``names`` (dotted ``str``), or to a name under one (:attr:`references`)."""
+        """Whether the module may refer to any of ``names`` (dotted ``str``), or to a name under one.
+
+        Exact (:attr:`references`) for a module parsed as it is; for one
+        :meth:`rewritten` made, answered from the references before the
+        rewrites and what they introduced, without walking the tree: a
+        superset, which a pass's :meth:`~ninetoothed_ascend.compiler.passes.Pass.applies_to`
+        allows (finding the references after each rewrite was a tenth of
+        flash attention's NPU pipeline and of softmax's CPU one).
+        """
+
+        if self._references_bound is not None and "_names" not in self.__dict__:
+            return not self._references_bound.isdisjoint(names)
 
         return not self.references.isdisjoint(names)
 
@@ -286,6 +343,16 @@ def launch_arguments(kernel, call):
     )
 
     return arguments
+
+
+#: The node types that bind a name, and the field holding it.
+_BINDING_NAME = {
+    ast.FunctionDef: "name",
+    ast.AsyncFunctionDef: "name",
+    ast.ClassDef: "name",
+    ast.arg: "arg",
+    ast.ExceptHandler: "name",
+}
 
 
 def _prefixes(dotted):

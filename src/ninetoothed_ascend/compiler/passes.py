@@ -133,20 +133,39 @@ def _inert_types(transformer_class):
     ):
         return frozenset()
 
-    def visited(node_class):
-        return hasattr(transformer_class, f"visit_{node_class.__name__}")
-
-    leaves = {node_class for node_class in _FIELDLESS if not visited(node_class)}
+    # The names after ``visit_`` of its methods, read off its classes: a
+    # ``hasattr`` per node type was a millisecond of a process's first CPU
+    # variant.
+    visited = {
+        name.removeprefix("visit_")
+        for owner in transformer_class.__mro__
+        for name in vars(owner)
+        if name.startswith("visit_")
+    }
+    leaves = {
+        node_class for node_class in _FIELDLESS if node_class.__name__ not in visited
+    }
 
     # ``ast.NodeVisitor.visit_Constant`` only forwards to the visitors of
     # Python 3.7's constant nodes, where a class defines one.
-    if transformer_class.visit_Constant is ast.NodeVisitor.visit_Constant and not any(
-        hasattr(transformer_class, f"visit_{name}") for name in _CONSTANT_NODE_NAMES
+    if transformer_class.visit_Constant is ast.NodeVisitor.visit_Constant and (
+        visited.isdisjoint(_CONSTANT_NODE_NAMES)
     ):
         leaves.add(ast.Constant)
 
-    if not visited(ast.Name) and {ast.Load, ast.Store, ast.Del} <= leaves:
+    if "Name" not in visited and {ast.Load, ast.Store, ast.Del} <= leaves:
         leaves.add(ast.Name)
+
+    # No expression holds a statement (Python's grammar: statements are only
+    # in the bodies of statements, handlers and ``case`` clauses), so a
+    # transformer that visits statements only need not enter the rest, most
+    # of a module's nodes.
+    if all(
+        _NODE_CLASSES_BY_NAME[name] in leaves
+        for name in visited
+        if name in _NODE_CLASSES_BY_NAME
+    ):
+        leaves.update(_NODE_CLASSES_BY_NAME.values())
 
     return frozenset(leaves)
 
@@ -160,9 +179,21 @@ def _node_classes(node_class):
         yield from _node_classes(subclass)
 
 
+_NODE_CLASSES = frozenset(_node_classes(ast.AST))
+
 _FIELDLESS = frozenset(
-    node_class for node_class in _node_classes(ast.AST) if not node_class._fields
+    node_class for node_class in _NODE_CLASSES if not node_class._fields
 )
+
+# The node types that hold no statement, by name: every type but the
+# statements, handlers, ``case`` clauses and modules.
+_NODE_CLASSES_BY_NAME = {
+    node_class.__name__: node_class
+    for node_class in _NODE_CLASSES
+    if not issubclass(
+        node_class, (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
+    )
+}
 
 # What :func:`clone` shares: nothing to change in them (``pass`` has a location).
 _SHARED = frozenset(
@@ -203,6 +234,14 @@ class Pass(Transformer):
     #: rewrite is not run.
     TRIGGERS = None
 
+    #: Dotted names a rewrite of the pass may make the module refer to
+    #: where it did not, among the :attr:`TRIGGERS` of the passes (``range``
+    #: for a pass that writes loops): :func:`run_pipeline` decides whether a
+    #: later pass applies from the references before the rewrite and these,
+    #: without finding them again (``tests/test_pipeline_facts.py`` checks
+    #: every pass on every example).
+    INTRODUCES = ()
+
     def __init__(self, target, facts=None):
         super().__init__()
         self.target = target
@@ -215,8 +254,9 @@ class Pass(Transformer):
         A pass with :attr:`TRIGGERS` leaves a module that refers to none of
         them as it is, reports no rewrite and records no fact
         (``tests/test_pipeline_facts.py`` checks it on every example):
-        :func:`run_pipeline` runs it where it applied before a rewrite,
-        without looking again.
+        :func:`run_pipeline` asks after a rewrite without walking the module
+        again (:meth:`~ninetoothed_ascend.compiler.generated.GeneratedModule.refers_to`
+        answers from the references before it and :attr:`INTRODUCES`).
         """
 
         return cls.TRIGGERS is None or module.refers_to(cls.TRIGGERS)
@@ -262,12 +302,29 @@ class Pass(Transformer):
         return resolve(node, self.aliases)
 
     def is_call_to(self, node, *names):
-        return isinstance(node, ast.Call) and self.resolve(node.func) in names
+        if not isinstance(node, ast.Call):
+            return False
+
+        func = node.func
+
+        # An attribute resolves to a dotted name that ends in it: where none
+        # of ``names`` does, there is nothing to resolve (most calls of a
+        # kernel, asked whether they are a load, are not).
+        if func.__class__ is ast.Attribute and func.attr not in _last_parts(names):
+            return False
+
+        return self.resolve(func) in names
 
     def constexpr_parameters(self, kernel):
         """The names of ``kernel``'s parameters annotated ``triton.language.constexpr`` (``set``)."""
 
         return constexpr_parameters(kernel, self.aliases)
+
+
+@functools.cache
+def _last_parts(names):
+    # The last components of dotted ``names`` (a tuple of ``str``).
+    return frozenset(name.rpartition(".")[2] for name in names)
 
 
 class MaskPass(Pass):
@@ -487,6 +544,139 @@ def walk(tree):
         yield node
 
 
+def find(tree, node_class):
+    """The nodes of class ``node_class`` in ``tree`` (an AST, ``tree`` included), in no promised order: a ``list``.
+
+    What ``[node for node in walk(tree) if isinstance(node, node_class)]``
+    holds, for an expression or statement class with no subclasses (the
+    ``ast`` module's own), in less than half its time: names, constants,
+    contexts and operators, most of a kernel's nodes, are not queued and
+    visited. Where the order matters, use :func:`walk`.
+    """
+
+    found = [tree] if tree.__class__ is node_class else []
+    stack = [tree]
+
+    while stack:
+        node = stack.pop()
+
+        for field in node._fields:
+            value = getattr(node, field, None)
+
+            for child in value if value.__class__ is list else (value,):
+                if child.__class__ is node_class:
+                    found.append(child)
+
+                if child.__class__ not in _LEAVES and isinstance(child, ast.AST):
+                    stack.append(child)
+
+    return found
+
+
+# The node classes that hold no expression or statement: nothing of
+# :func:`find`'s is under them.
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant}
+    | {
+        node_class
+        for node_class in vars(ast).values()
+        if isinstance(node_class, type)
+        and issubclass(
+            node_class,
+            (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop),
+        )
+    }
+)
+
+
+def stored_names(tree):
+    """The names assigned anywhere in ``tree`` (an AST): the ``id`` of each ``ast.Name`` in ``Store`` context, a ``set`` of ``str``.
+
+    What ``{node.id for node in walk(tree) if isinstance(node, ast.Name) and
+    isinstance(node.ctx, ast.Store)}`` finds, from :func:`find`'s names.
+    """
+
+    return {node.id for node in find(tree, ast.Name) if node.ctx.__class__ is ast.Store}
+
+
+def structure(node):
+    """A hashable key of ``node`` (an AST, a list of them, or a leaf value), equal for two nodes exactly where ``ast.dump`` is.
+
+    For telling the same expression written twice apart from another (a
+    dictionary key, a comparison) without formatting a string: the fields
+    in order, a missing field and an optional one set to ``None`` alike (as
+    ``ast.dump`` leaves both out), and ``repr`` of each leaf value (as
+    ``ast.dump`` writes it: ``1`` and ``1.0`` differ). Locations are not
+    part of it, as they are not of ``ast.dump``'s text.
+    """
+
+    if isinstance(node, ast.AST):
+        key = [node.__class__]
+
+        for field, optional in _fields_of(node.__class__):
+            value = getattr(node, field, _ABSENT)
+
+            if value is _ABSENT or (value is None and optional):
+                key.append(_ABSENT)
+            else:
+                key.append(structure(value))
+
+        return tuple(key)
+
+    if node.__class__ is list:
+        return tuple([structure(item) for item in node])
+
+    return repr(node)
+
+
+def same(first, second):
+    """Whether ``ast.dump`` of ``first`` and ``second`` (ASTs, lists of them, or leaf values) is the same; see :func:`structure`.
+
+    Compared field by field, stopping at the first difference: most pairs a
+    pass compares differ near their root.
+    """
+
+    if first is second:
+        return True
+
+    if first.__class__ is not second.__class__:
+        return False
+
+    if isinstance(first, ast.AST):
+        for field, optional in _fields_of(first.__class__):
+            left = getattr(first, field, _ABSENT)
+            right = getattr(second, field, _ABSENT)
+
+            if optional and left is None:
+                left = _ABSENT
+
+            if optional and right is None:
+                right = _ABSENT
+
+            if not same(left, right):
+                return False
+
+        return True
+
+    if first.__class__ is list:
+        return len(first) == len(second) and all(map(same, first, second))
+
+    return repr(first) == repr(second)
+
+
+# A field ``ast.dump`` leaves out: missing, or ``None`` where optional.
+_ABSENT = object()
+
+
+@functools.cache
+def _fields_of(node_class):
+    # ``(field, whether it is optional)``, as ``ast.dump`` tells: optional
+    # fields have the class attribute ``None``.
+    return tuple(
+        (field, getattr(node_class, field, ...) is None) for field in node_class._fields
+    )
+
+
 def clone(node, replace=None):
     """A deep copy of ``node`` (an AST, a list of them, or a leaf value), as ``copy.deepcopy`` makes, in a fraction of its time.
 
@@ -515,10 +705,14 @@ def clone(node, replace=None):
 def _clone(node, replace):
     # One call per node with fields, none per leaf: the copy of a module
     # was mostly calls that returned their argument.
+    # Every field and location copied at once, then the nodes among them
+    # replaced by their copies: most values (names, constants, locations)
+    # are kept as they are.
     copied = node.__class__.__new__(node.__class__)
     fields = copied.__dict__
+    fields.update(node.__dict__)
 
-    for name, value in node.__dict__.items():
+    for name, value in fields.items():
         if value.__class__ is list:
             fields[name] = [
                 _clone(item, replace)
@@ -528,8 +722,6 @@ def _clone(node, replace):
             ]
         elif isinstance(value, ast.AST) and value.__class__ not in _SHARED:
             fields[name] = _clone(value, replace)
-        else:
-            fields[name] = value
 
     return copied if replace is None else replace(copied)
 
@@ -546,16 +738,36 @@ def statements(tree):
 
     while queue:
         node = queue.popleft()
-        queue.extend(
-            child
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, _STATEMENT_LIKE)
-        )
+        queue.extend(_statement_children(node))
 
         yield node
 
 
 _STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
+
+# The fields that hold statements, handlers and ``case`` clauses (Python's
+# grammar), as lists; of an expression (``IfExp``, ``Lambda``), ``body`` and
+# ``orelse`` hold one expression.
+_BODIES = frozenset(("body", "orelse", "finalbody", "handlers", "cases"))
+
+
+def _statement_children(node):
+    # What ``ast.iter_child_nodes`` yields of the statement-like children,
+    # in its order, without going through the expressions: a third of its
+    # time on softmax's module.
+    children = []
+
+    for field in node._fields:
+        if field in _BODIES:
+            value = getattr(node, field, None)
+
+            if value.__class__ is list:
+                children.extend(
+                    child for child in value if isinstance(child, _STATEMENT_LIKE)
+                )
+
+    return children
+
 
 _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
@@ -564,21 +776,37 @@ def _fix_statement_locations(tree):
     # ``ast.fix_missing_locations`` restricted to the statements: a
     # statement's inherited location comes from statement-like ancestors only.
     def fix(node, inherited):
-        location = []
+        if node._attributes:
+            # Read off the node's own attributes: ``end_lineno`` and
+            # ``end_col_offset`` default to ``None`` on the class, the others
+            # are missing until set.
+            attributes = node.__dict__
+            lineno, col_offset, end_lineno, end_col_offset = inherited
 
-        for name, value in zip(_LOCATION, inherited):
-            if name in node._attributes:
-                if getattr(node, name, None) is None and (
-                    name.startswith("end_") or not hasattr(node, name)
-                ):
-                    setattr(node, name, value)
-                else:
-                    value = getattr(node, name)
-            location.append(value)
+            if "lineno" in attributes:
+                lineno = attributes["lineno"]
+            else:
+                node.lineno = lineno
 
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, _STATEMENT_LIKE):
-                fix(child, location)
+            if "col_offset" in attributes:
+                col_offset = attributes["col_offset"]
+            else:
+                node.col_offset = col_offset
+
+            if attributes.get("end_lineno") is None:
+                node.end_lineno = end_lineno
+            else:
+                end_lineno = attributes["end_lineno"]
+
+            if attributes.get("end_col_offset") is None:
+                node.end_col_offset = end_col_offset
+            else:
+                end_col_offset = attributes["end_col_offset"]
+
+            inherited = (lineno, col_offset, end_lineno, end_col_offset)
+
+        for child in _statement_children(node):
+            fix(child, inherited)
 
     fix(tree, (1, 0, 1, 0))
 
@@ -618,13 +846,16 @@ class Rewritten:
 
     :param source: the rewritten module's text.
     :param rewrites: ``(pass name, number of rewrites)`` for each pass that changed something.
+    :param analysis: what :func:`run_pipeline`'s ``analyse`` returned for
+        the source before any pass, or ``None``.
     """
 
     source: str
     rewrites: tuple[tuple[str, int], ...]
+    analysis: object = None
 
 
-def run_pipeline(source, passes, target=None):
+def run_pipeline(source, passes, target=None, analyse=None):
     """Parse ``source``, run ``passes`` (classes, in order) on it, and unparse.
 
     :param source: ``str``, a generated Triton module.
@@ -632,30 +863,35 @@ def run_pipeline(source, passes, target=None):
     :param target: :class:`~ninetoothed_ascend.compiler.target.Target` each
         pass receives; default: the NPU variant's target here
         (``Target.from_environment("npu")``).
+    :param analyse: ``None``, or a callable that receives ``source`` parsed
+        (``ast.Module``) before any pass runs and must not change it; what
+        it returns is :attr:`Rewritten.analysis`. Facts a later stage reads
+        from the source are read from this parse rather than a second one.
     :return: :class:`Rewritten`.
-    :raises PipelineError: naming the pass, when one fails.
+    :raises PipelineError: naming the pass, when one fails (no analysis is
+        returned then); what ``analyse`` raises propagates.
     """
 
     if target is None:
         target = Target.from_environment("npu")
 
     with collection_paused():
-        return _rewrite(source, passes, target)
+        return _rewrite(source, passes, target, analyse)
 
 
-def _rewrite(source, passes, target):
+def _rewrite(source, passes, target, analyse):
     # The tree is freed when this returns, before collection resumes.
     tree = ast.parse(source)
+    analysis = analyse(tree) if analyse is not None else None
     rewrites = []
-    # What the module refers to is found once and kept while passes rewrite
-    # nothing: most passes of a pipeline have nothing to rewrite in a given
-    # kernel, and walking the whole module only to find that was most of
-    # their time.
+    # What the module refers to is found once and kept: most passes of a
+    # pipeline have nothing to rewrite in a given kernel, and walking the
+    # whole module only to find that was most of their time.
     module = generated.GeneratedModule(tree)
     facts = {}
 
     for pass_class in passes:
-        if not _may_apply(pass_class, module):
+        if not pass_class.applies_to(module):
             continue
 
         try:
@@ -673,24 +909,9 @@ def _rewrite(source, passes, target):
 
         if count:
             rewrites.append((pass_class.__name__, count))
-            module = module.rewritten()
+            module = module.rewritten(pass_class.INTRODUCES)
 
-    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites))
-
-
-def _may_apply(pass_class, module):
-    # A pass that applied to the tree before the rewrites since is run
-    # without finding what the tree refers to again: were its triggers
-    # removed since, it rewrites nothing and records no fact (the contract of
-    # ``Pass.applies_to``, checked on every example). Only where it did not
-    # apply then are they found again, as a rewrite may have added one:
-    # finding them walks the whole module (flash attention's NPU pipeline
-    # found them 5 times, 10% of its time; now twice).
-    earlier = module.earlier
-
-    return (earlier is not None and pass_class.applies_to(earlier)) or (
-        pass_class.applies_to(module)
-    )
+    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.jit.fingerprint import (
     Memos,
     definition_digest,
+    device_properties,
     environment_key,
 )
 from ninetoothed_ascend.jit.ninetoothed_adapter import (
@@ -26,7 +27,6 @@ from ninetoothed_ascend.jit.ninetoothed_adapter import (
     advance_counters,
     annotate,
     counters,
-    device_properties,
     generate_source,
 )
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, build_variants
@@ -187,10 +187,10 @@ def _name(func):
 
 
 def _handle(definition, annotated_application, options, origin):
-    properties = device_properties()
-    counters_before = counters()
     cache = Cache()
     memos = Memos(cache)
+    properties = device_properties(memos)
+    counters_before = counters()
     digest = definition_digest(definition, properties, counters_before, memos=memos)
 
     return _load_or_build(
@@ -251,7 +251,7 @@ def rebuild(digest, generated, counters_delta, cache=None, expected=None):
 
     def build():
         built.append(True)
-        entry = _entry(generated, tuple(counters_delta), build_variants(generated))
+        entry = _entry(generated, tuple(counters_delta), all_variants=True)
 
         if expected is not None:
             _check_digests(entry, expected)
@@ -377,15 +377,22 @@ def _generate(annotated_application, options, properties, counters_before):
     )
 
 
-def _entry(generated, counters_delta, variants=None):
+def _entry(generated, counters_delta, all_variants=False):
     # Only NineToothed's own source unless asked: the others are built at
     # their first use (``Handle.build``).
+    launch = launch_facts(generated)
+    variants = (
+        build_variants(generated, launch)
+        if all_variants
+        else {"cuda": build_variant(generated, "cuda")}
+    )
+
     return Entry(
         kernel_name=generated.kernel_name,
         launch_name=generated.launch_name,
-        variants=variants or {"cuda": build_variant(generated, "cuda")},
+        variants=variants,
         counters_delta=counters_delta,
-        launch=launch_facts(generated, requirements=variants is not None),
+        launch=launch,
     )
 
 

@@ -78,17 +78,17 @@ class Requirements:
 def requirements(source, kernel_name, launch_name):
     """Read what the launch function ``launch_name`` requires of its arguments from NineToothed's ``source``.
 
-    :param source: ``str``, NineToothed's generated module (the CUDA variant).
+    :param source: ``str``, NineToothed's generated module (the CUDA
+        variant), or that module parsed (``ast.Module``, which is only read).
     :param kernel_name: ``str``, the ``triton.jit`` kernel it launches.
     :param launch_name: ``str``.
     :return: :class:`Requirements`, or ``None`` when the source does not have
         the structure NineToothed generates (then nothing is checked).
     """
 
+    module = ast.parse(source) if isinstance(source, str) else source
     functions = {
-        node.name: node
-        for node in ast.parse(source).body
-        if isinstance(node, ast.FunctionDef)
+        node.name: node for node in module.body if isinstance(node, ast.FunctionDef)
     }
     launch, kernel = functions.get(launch_name), functions.get(kernel_name)
 
@@ -141,6 +141,7 @@ def requirements(source, kernel_name, launch_name):
 def requirements_fact(source, kernel_name, launch_name):
     """:func:`requirements` as a cache entry keeps it (``Entry.launch["requirements"]``).
 
+    :param source: as :func:`requirements`: text, or the module parsed.
     :return: ``Requirements.to_json()``, or ``None`` when the source does not
         have the structure NineToothed generates (nothing is checked).
     """

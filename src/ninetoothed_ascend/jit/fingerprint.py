@@ -23,9 +23,11 @@ import types
 import uuid
 
 import ninetoothed
+import torch
 import triton
 
 from ninetoothed_ascend.compiler.target import Target
+from ninetoothed_ascend.jit import ninetoothed_adapter
 from ninetoothed_ascend.jit.ninetoothed_adapter import tensor_history
 
 #: Objects nothing describes (no attributes, a ``repr`` with an address),
@@ -115,6 +117,73 @@ class Memos:
         self._kept.clear()
 
 
+#: :func:`device_properties` in this process: device stamp -> properties.
+_device_properties = {}
+
+
+def device_properties(memos=None):
+    """Return the device properties NineToothed's generator sees for the current device, remembered per CUDA device.
+
+    The values are those of
+    :func:`~ninetoothed_ascend.jit.ninetoothed_adapter.device_properties`
+    (Triton's driver). On a CUDA device they are also kept in ``memos``,
+    under a stamp of the device as torch describes it (name, compute
+    capability, UUID, memory) and the Triton version, and read from there
+    by later processes: Triton's driver took 1.4 to 1.9 ms per query on an
+    H100 (Triton 3.6, torch 2.11; ``python3 bench/device_properties.py``
+    there, docs/benchmarks.md), a third of a warm ``make``, where torch's
+    description, read once per process, took 0.3 ms. Without a CUDA device
+    (a CPU machine, an Ascend host) the driver is asked once per process.
+
+    :param memos: :class:`Memos` of the cache, or ``None``.
+    :return: ``dict`` with the keys of
+        :data:`~ninetoothed_ascend.jit.ninetoothed_adapter.DEFAULT_DEVICE_PROPERTIES`
+        and ``int`` values.
+    """
+
+    stamp = _cuda_device_stamp()
+
+    if stamp is None:
+        return ninetoothed_adapter.device_properties()
+
+    properties = _device_properties.get(stamp)
+
+    if properties is None:
+        stored = memos.read("device", stamp) if memos is not None else None
+        properties = _stored_json(
+            stored, ninetoothed_adapter.DEFAULT_DEVICE_PROPERTIES, int
+        )
+
+        if properties is None:
+            properties = ninetoothed_adapter.device_properties()
+
+            if memos is not None:
+                memos.keep("device", stamp, json.dumps(properties))
+
+        _device_properties[stamp] = properties
+
+    return dict(properties)
+
+
+def _cuda_device_stamp():
+    # ``None`` without a CUDA device. torch keeps each device's properties
+    # after the first request, so this is cheap after it.
+    if not torch.cuda.is_available():
+        return None
+
+    device = torch.cuda.get_device_properties(torch.cuda.current_device())
+    identity = (
+        triton.__version__,
+        device.name,
+        device.major,
+        device.minor,
+        str(getattr(device, "uuid", "")),
+        device.total_memory,
+    )
+
+    return hashlib.sha256(repr(identity).encode("utf-8")).hexdigest()
+
+
 #: :func:`environment`'s result in this process, once computed.
 _environment = None
 
@@ -150,7 +219,13 @@ def _describe_environment(memos):
     # the digest.
     files = _source_files(_PACKAGE_ROOT)
     stamp = _stamp(_PACKAGE_ROOT, files) if memos is not None else None
-    stored = _stored_environment(memos.read("environment", stamp)) if stamp else None
+    stored = (
+        _stored_json(
+            memos.read("environment", stamp), ("ninetoothed", "triton", "package"), str
+        )
+        if stamp
+        else None
+    )
 
     if stored is None:
         stored = {
@@ -170,8 +245,9 @@ def _describe_environment(memos):
     )
 
 
-def _stored_environment(text):
-    # What _describe_environment stored, or None where it is not that.
+def _stored_json(text, keys, value_type):
+    # A memo's JSON object with exactly ``keys``, each a ``value_type``, or
+    # None where the text is not that.
     try:
         stored = json.loads(text) if text is not None else None
     except ValueError:
@@ -179,8 +255,8 @@ def _stored_environment(text):
 
     if (
         isinstance(stored, dict)
-        and set(stored) == {"ninetoothed", "triton", "package"}
-        and all(isinstance(value, str) for value in stored.values())
+        and set(stored) == set(keys)
+        and all(type(value) is value_type for value in stored.values())
     ):
         return stored
 

@@ -22,7 +22,6 @@ import functools
 import torch
 
 from ninetoothed_ascend.compiler.passes import collection_paused, walk
-from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.runtime.handle import Handle
 
 #: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.
@@ -84,35 +83,27 @@ class ObservedHandle(Handle):
         return super().__call__(*args, **kwargs)
 
 
-def launch_facts(generated, requirements=False):
+def launch_facts(generated):
     """Read, once per generated kernel, what its handles need to know about its launch function.
 
+    What its launches require of their arguments is added where a variant
+    whose launches are checked is built
+    (:func:`~ninetoothed_ascend.jit.variants.build_variant`), or at the
+    first checked launch (:attr:`~ninetoothed_ascend.runtime.handle.Handle.requirements`).
+
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
-    :param requirements: ``True`` to read its ``requirements`` too, for an
-        entry built with the variants whose launches are checked; otherwise
-        a handle reads them when it first needs them
-        (:meth:`~ninetoothed_ascend.runtime.handle.Handle.build`, a checked
-        launch).
     :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
         ``parameters`` and ``tensors`` from :func:`launch_parameters`
-        (``None`` and ``[]`` when it cannot tell), and with ``requirements``,
-        :func:`ninetoothed_ascend.jit.arguments.requirements_fact`.
+        (``None`` and ``[]`` when it cannot tell).
     """
 
     with collection_paused():
         parameters = launch_parameters(generated.source, generated.launch_name)
 
-    facts = {
+    return {
         "parameters": list(parameters[0]) if parameters is not None else None,
         "tensors": list(parameters[1]) if parameters is not None else [],
     }
-
-    if requirements:
-        facts["requirements"] = arguments.requirements_fact(
-            generated.source, generated.kernel_name, generated.launch_name
-        )
-
-    return facts
 
 
 def launch_parameters(source, launch_name):

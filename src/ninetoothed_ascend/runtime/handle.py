@@ -5,8 +5,8 @@ variant) and the facts about its launch function read when it was generated
 (:attr:`~ninetoothed_ascend.cache.Entry.launch`): it runs no pass itself, and
 reads the source only for what its launches require of their arguments
 (:attr:`Handle.requirements`), once per entry, where the entry was made
-without the variants that check them. The NPU and CPU variants are built at their first use (a
-call with tensors of their device type, :meth:`Handle.source`,
+without the variants that check them. The NPU and CPU variants are built at
+their first use (a call with tensors of their device type, :meth:`Handle.source`,
 :meth:`Handle.variant`, ...) by :mod:`~ninetoothed_ascend.jit.variants`, or
 all at once by :meth:`Handle.build` (``warm``), and added to the entry.
 """
@@ -336,6 +336,16 @@ class Handle:
             for name, variant in stored.variants.items() if stored else ():
                 variants.setdefault(name, variant)
 
+            if (
+                stored
+                and stored.launch
+                and "requirements" in stored.launch
+                and self._entry.launch is not None
+            ):
+                self._entry.launch.setdefault(
+                    "requirements", stored.launch["requirements"]
+                )
+
             built = self._build_missing(names)
 
             if built and before_store is not None:
@@ -369,11 +379,8 @@ class Handle:
         built = tuple(name for name in names if name not in variants)
 
         for name in built:
-            variants[name] = build_variant(generated, name)
-
-        if any(arguments.requested(name) for name in built):
             # Stored with the variants whose launches are checked.
-            self.requirements  # noqa: B018
+            variants[name] = build_variant(generated, name, self._entry.launch)
 
         return built
 
@@ -381,11 +388,11 @@ class Handle:
     def requirements(self):
         """What the launch function requires of its arguments: :class:`~ninetoothed_ascend.jit.arguments.Requirements`, or ``None`` where nothing is checked.
 
-        Read from the entry, where a handle that built a variant whose
-        launches are checked (:meth:`build`) or an entry built with them
-        keeps them; otherwise from NineToothed's source at the first request
-        (1 to 5 ms, which a ``make`` of a kernel that runs only its CUDA
-        variant no longer pays), then added to the entry.
+        Read from the entry, where building a variant whose launches are
+        checked (:meth:`build`, from the source its pipeline parses) added
+        them; otherwise from NineToothed's source at the first request (1 to
+        5 ms, which a ``make`` of a kernel that runs only its CUDA variant
+        does not pay), then added to the entry.
         """
 
         if self._requirements is _UNREAD:

@@ -13,7 +13,11 @@ from ninetoothed_ascend.compiler.passes import (
     insert_after_imports,
     keyword,
     operands,
+    same,
+    statements,
+    structure,
     summands,
+    walk,
 )
 
 #: The launch-side test, added to the module when an access was given a fast path.
@@ -107,7 +111,7 @@ class ContiguousFlatAccess(Pass):
         arguments = launch_arguments(kernel, launch_call)
         zeros = _zero_names(kernel)
 
-        for call in ast.walk(kernel):
+        for call in walk(kernel):
             if not (
                 self.is_call_to(call, "triton.language.load", "triton.language.store")
                 and call.args
@@ -135,7 +139,7 @@ class ContiguousFlatAccess(Pass):
         key = (
             id(kernel),
             group.key(),
-            ast.dump(ast.Tuple(list(unit_strides), ast.Load())),
+            structure(list(unit_strides)),
         )
 
         if key not in self._flags:
@@ -197,9 +201,7 @@ class DigitGroup:
     size_parameters: list
 
     def key(self):
-        return ast.dump(
-            ast.Tuple(self.size_arguments + self.stride_arguments, ast.Load())
-        )
+        return structure(self.size_arguments + self.stride_arguments)
 
 
 def digit_groups(owner, pointer, arguments):
@@ -216,7 +218,7 @@ def digit_groups(owner, pointer, arguments):
         digit = _digit_term(owner, term, arguments)
 
         if digit is not None:
-            candidates.setdefault(ast.dump(digit.flat_index), []).append(digit)
+            candidates.setdefault(structure(digit.flat_index), []).append(digit)
 
     for members in candidates.values():
         if len(members) < 2:
@@ -314,9 +316,9 @@ def scalar_accesses(source):
 
         loaded = set()
 
-        for statement in ast.walk(kernel):
+        for statement in statements(kernel):
             if isinstance(statement, ast.Assign) and any(
-                _is_block_load(owner, node) for node in ast.walk(statement.value)
+                _is_block_load(owner, node) for node in walk(statement.value)
             ):
                 loaded.update(
                     target.id
@@ -324,7 +326,7 @@ def scalar_accesses(source):
                     if isinstance(target, ast.Name)
                 )
 
-        for call in ast.walk(kernel):
+        for call in walk(kernel):
             if not (
                 owner.is_call_to(call, "triton.language.load", "triton.language.store")
                 and call.args
@@ -333,12 +335,10 @@ def scalar_accesses(source):
 
             kind = owner.resolve(call.func).rsplit(".", 1)[1]
             pointer = call.args[0]
-            names = {
-                node.id for node in ast.walk(pointer) if isinstance(node, ast.Name)
-            }
+            names = {node.id for node in walk(pointer) if isinstance(node, ast.Name)}
 
             if names & loaded or any(
-                _is_block_load(owner, node) for node in ast.walk(pointer)
+                _is_block_load(owner, node) for node in walk(pointer)
             ):
                 found.append(
                     (kernel.name, kind, "address read from a loaded tensor (an index)")
@@ -350,7 +350,7 @@ def scalar_accesses(source):
                 and isinstance(node.op, (ast.FloorDiv, ast.Mod))
                 and _holds_arange(owner, node)
                 and not _in_digit_group(owner, node, pointer)
-                for node in ast.walk(pointer)
+                for node in walk(pointer)
             ):
                 found.append(
                     (
@@ -376,7 +376,7 @@ def _is_block_load(owner, node):
                 and isinstance(inner.args[1], ast.Constant)
                 and inner.args[1].value == 1
             )
-            for inner in ast.walk(node.args[0])
+            for inner in walk(node.args[0])
         )
     )
 
@@ -392,21 +392,21 @@ def _is_window(owner, term):
         return False
 
     axes = {
-        ast.dump(node.slice)
-        for node in ast.walk(term.left)
+        structure(node.slice)
+        for node in walk(term.left)
         if isinstance(node, ast.Subscript)
         and owner.is_call_to(node.value, "triton.language.arange")
     }
 
     return len(axes) > 1 and any(
         isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
-        for node in ast.walk(term.left)
+        for node in walk(term.left)
     )
 
 
 def _in_digit_group(owner, node, pointer):
     for term in summands(pointer):
-        if any(inner is node for inner in ast.walk(term)):
+        if any(inner is node for inner in walk(term)):
             return _digit_term(owner, term, None) is not None
 
     return False
@@ -484,12 +484,13 @@ def _zero_names(kernel):
 
     assigned = {}
 
-    for node in ast.walk(kernel):
+    # Assignments are statements: the expressions are not walked.
+    for node in statements(kernel):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
 
             for target in targets:
-                for name in ast.walk(target):
+                for name in walk(target):
                     if isinstance(name, ast.Name):
                         assigned.setdefault(name.id, []).append(
                             node.value if isinstance(node, ast.Assign) else None
@@ -541,7 +542,7 @@ def _is_zero(node, zeros):
 
 def _holds_arange(owner, node):
     return any(
-        owner.is_call_to(inner, "triton.language.arange") for inner in ast.walk(node)
+        owner.is_call_to(inner, "triton.language.arange") for inner in walk(node)
     )
 
 
@@ -566,10 +567,8 @@ def _parameter_passed(arguments, expression):
     if expression is None:
         return None
 
-    wanted = ast.dump(expression)
-
     for parameter, argument in arguments.items():
-        if ast.dump(argument) == wanted:
+        if same(argument, expression):
             return parameter
 
     return None
@@ -614,7 +613,7 @@ def _are_digits(group, size_parameters):
 def _compiled(expression, size_parameters, *names):
     """``expression`` compiled for ``eval``, or ``None`` where it reads a name other than the sizes and ``names``."""
 
-    read = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+    read = {node.id for node in walk(expression) if isinstance(node, ast.Name)}
 
     if not read <= set(size_parameters) | set(names):
         return None
@@ -639,11 +638,9 @@ def _equals_on_sizes(expression, expected, size_parameters):
 
 
 def _substitute(node, old, new):
-    wanted = ast.dump(old)
-
     class Replace(ast.NodeTransformer):
         def visit(self, inner):
-            if ast.dump(inner) == wanted:
+            if same(inner, old):
                 return new
 
             return self.generic_visit(inner)
@@ -661,9 +658,8 @@ def _drop_digit_bounds(mask, group, flag, zeros):
     """
 
     terms = list(_conjuncts(mask))
-    digits = {ast.dump(digit): k for k, digit in enumerate(group.digits)}
-    flat_index = ast.dump(group.flat_index)
-    parts = {ast.dump(node) for node in ast.walk(group.flat_index)}
+    digits = {structure(digit): k for k, digit in enumerate(group.digits)}
+    parts = {structure(node) for node in walk(group.flat_index)}
     sizes = group.size_parameters
 
     def is_bound(term, operator):
@@ -684,10 +680,10 @@ def _drop_digit_bounds(mask, group, flag, zeros):
             summand for summand in summands(term.left) if not _is_zero(summand, zeros)
         ]
 
-        if len(varying) != 1 or ast.dump(varying[0]) not in digits:
+        if len(varying) != 1 or structure(varying[0]) not in digits:
             return False
 
-        k = digits[ast.dump(varying[0])]
+        k = digits[structure(varying[0])]
 
         if is_bound(term, ast.GtE):
             return is_zero_constant(term.comparators[0])
@@ -696,13 +692,13 @@ def _drop_digit_bounds(mask, group, flag, zeros):
 
     upper = any(
         is_bound(term, ast.Lt)
-        and ast.dump(term.left) == flat_index
+        and same(term.left, group.flat_index)
         and _equals_on_sizes(term.comparators[0], math.prod, sizes)
         for term in terms
     )
     lower = any(
         is_bound(term, ast.GtE)
-        and ast.dump(term.left) in parts
+        and structure(term.left) in parts
         and is_zero_constant(term.comparators[0])
         for term in terms
     )

@@ -10,6 +10,8 @@ from ninetoothed_ascend.compiler.passes import (
     clone,
     insert_after_imports,
     statements,
+    stored_names,
+    structure,
     walk,
 )
 
@@ -61,6 +63,9 @@ class PersistentGrid(Pass):
         value the launch does not pass to the kernel, or the kernel does not
         read ``tl.program_id(0)`` into a variable at its top level.
     """
+
+    # Each program loops over its tasks.
+    INTRODUCES = ("range",)
 
     def visit_Module(self, node):
         self.spec = self.target.soc
@@ -117,12 +122,9 @@ class PersistentGrid(Pass):
             f"for {pid} in range(ninetoothed_first_task, ninetoothed_num_tasks, "
             "triton.language.num_programs(0)):\n    pass"
         ).body[0]
-        outer = {argument.arg for argument in kernel.args.args} | {
-            node.id
-            for statement in kernel.body[: position + 1]
-            for node in walk(statement)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-        }
+        outer = {argument.arg for argument in kernel.args.args}.union(
+            *map(stored_names, kernel.body[: position + 1])
+        )
         loop.body = _rename_outer_assignments(
             kernel, kernel.body[position + 1 :], outer
         ) or [ast.Pass()]
@@ -133,7 +135,11 @@ class PersistentGrid(Pass):
             ast.Assign([ast.Name("ninetoothed_num_tasks", ast.Store())], tasks),
             loop,
         ]
-        cube = uses_dot(kernel, self.aliases)
+        # Most kernels have no ``tl.dot``: the module's references tell
+        # without walking the kernel.
+        cube = self.module.refers_to(("triton.language.dot",)) and uses_dot(
+            kernel, self.aliases
+        )
         elements[0] = ast.parse(
             f"min({ast.unparse(elements[0])}, ninetoothed_num_cores({cube}))",
             mode="eval",
@@ -201,13 +207,7 @@ def _rename_outer_assignments(kernel, body, outer):
                 _Rename(renamed).visit(target) for target in statement.targets
             ]
         else:
-            nested = {
-                node.id
-                for node in walk(statement)
-                if isinstance(node, ast.Name)
-                and isinstance(node.ctx, ast.Store)
-                and node.id in outer
-            }
+            nested = stored_names(statement) & outer
 
             if nested:
                 raise RewriteError(
@@ -299,17 +299,19 @@ class _KernelTerms:
         self.passed = {}
 
         for parameter, argument in zip(parameters, call.args):
-            self.passed.setdefault(ast.dump(argument), parameter)
+            self.passed.setdefault(structure(argument), parameter)
 
         for item in call.keywords:
             if item.arg in parameters:
-                self.passed.setdefault(ast.dump(item.value), item.arg)
+                self.passed.setdefault(structure(item.value), item.arg)
 
         self.parameters = set(parameters)
 
     def translate(self, node):
-        if ast.dump(node) in self.passed:
-            return ast.Name(self.passed[ast.dump(node)], ast.Load())
+        parameter = self.passed.get(structure(node))
+
+        if parameter is not None:
+            return ast.Name(parameter, ast.Load())
 
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node

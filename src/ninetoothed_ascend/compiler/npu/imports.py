@@ -4,7 +4,7 @@ import ast
 import builtins
 import sys
 
-from ninetoothed_ascend.compiler.passes import Pass, walk
+from ninetoothed_ascend.compiler.passes import Pass
 
 
 class ImportStandardModules(Pass):
@@ -25,42 +25,15 @@ class ImportStandardModules(Pass):
     loop or comprehension target, ``except ... as``, ``global``), is not a
     builtin, and is a top-level standard-library module
     (``sys.stdlib_module_names``). Nothing else is guessed: a third-party
-    name stays unbound and fails as before.
+    name stays unbound and fails as before. What is read and bound is
+    :attr:`~ninetoothed_ascend.compiler.generated.GeneratedModule.unbound_names`.
     """
 
     def visit_Module(self, node):
-        bound = set()
-        read = []
-
-        for child in walk(node):
-            if isinstance(child, ast.Name):
-                if isinstance(child.ctx, ast.Load):
-                    read.append(child.id)
-                else:
-                    bound.add(child.id)
-            elif isinstance(child, (ast.Import, ast.ImportFrom)):
-                bound.update(
-                    (alias.asname or alias.name).split(".")[0] for alias in child.names
-                )
-            elif isinstance(
-                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-            ):
-                bound.add(child.name)
-            elif isinstance(child, ast.arg):
-                bound.add(child.arg)
-            elif isinstance(child, ast.ExceptHandler) and child.name:
-                bound.add(child.name)
-            elif isinstance(child, (ast.Global, ast.Nonlocal)):
-                bound.update(child.names)
-
         missing = sorted(
-            {
-                name
-                for name in read
-                if name not in bound
-                and not hasattr(builtins, name)
-                and name in sys.stdlib_module_names
-            }
+            name
+            for name in self.module.unbound_names
+            if not hasattr(builtins, name) and name in sys.stdlib_module_names
         )
 
         if missing:

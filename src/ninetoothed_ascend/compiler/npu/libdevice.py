@@ -68,6 +68,7 @@ class RemapLibdevice(Pass):
     """
 
     TRIGGERS = CUDA_LIBDEVICE_CALLS
+    INTRODUCES = tuple(f"{package}.libdevice" for package in ASCEND_LIBDEVICE_MODULES)
 
     def run(self, tree, module=None):
         self._composites = {}

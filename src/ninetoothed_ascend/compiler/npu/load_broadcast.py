@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    find,
     insert_after_imports,
     keyword,
     statements,
@@ -142,10 +143,9 @@ class BroadcastLoadPointer(Pass):
 
         axes = set()
 
-        for node in walk(expression):
+        for node in find(expression, ast.Subscript):
             if not (
-                isinstance(node, ast.Subscript)
-                and self.is_call_to(node.value, "triton.language.arange")
+                self.is_call_to(node.value, "triton.language.arange")
                 and isinstance(node.slice, ast.Tuple)
             ):
                 continue

@@ -2,7 +2,7 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import MaskPass, Transformer
+from ninetoothed_ascend.compiler.passes import MaskPass, Transformer, same
 
 
 class ScalarizeTileLowerBounds(MaskPass):
@@ -35,7 +35,7 @@ class _LowerBoundRewriter(Transformer):
         self.generic_visit(node)
 
         for _, size, index, factor in lower_bound_terms(self._owner, node):
-            if ast.dump(factor) == ast.dump(size):
+            if same(factor, size):
                 self._owner.rewrote()
 
                 return index_lower_bound(index, node)

@@ -2,7 +2,12 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import MaskPass, Transformer, walk
+from ninetoothed_ascend.compiler.passes import (
+    MaskPass,
+    Transformer,
+    same,
+    walk,
+)
 
 
 class FoldTrueMask(MaskPass):
@@ -69,7 +74,19 @@ class GroupMaskTerms(MaskPass):
     """
 
     def rewrite_mask(self, mask):
-        terms = list({ast.dump(term): term for term in _conjuncts(mask)}.values())
+        # Each term once, where it first occurs, as the last of its copies
+        # (what a dictionary keyed by ``ast.dump`` keeps); compared with
+        # :func:`same`, which stops at the first difference.
+        terms = []
+
+        for term in _conjuncts(mask):
+            for index, kept in enumerate(terms):
+                if same(kept, term):
+                    terms[index] = term
+                    break
+            else:
+                terms.append(term)
+
         groups = {}
 
         for term in terms:
@@ -93,34 +110,14 @@ class GroupMaskTerms(MaskPass):
         ]
         grouped = _and([_and(group) for group in (*groups, constants) if group])
 
-        if _same(grouped, mask):
+        # An unchanged mask has the same term objects under the same ``&``
+        # nodes: :func:`same` compares only where the objects differ.
+        if same(grouped, mask):
             return mask
 
         self.rewrote()
 
         return ast.copy_location(grouped, mask)
-
-
-def _same(first, second):
-    """Whether ``ast.dump`` of the two expressions is the same.
-
-    The grouped mask is built from the original's terms, so an unchanged
-    mask has the same term objects under the same ``&`` nodes: dumping only
-    where the objects differ spares dumping every mask twice.
-    """
-
-    if first is second:
-        return True
-
-    if (
-        isinstance(first, ast.BinOp)
-        and isinstance(second, ast.BinOp)
-        and isinstance(first.op, ast.BitAnd)
-        and isinstance(second.op, ast.BitAnd)
-    ):
-        return _same(first.left, second.left) and _same(first.right, second.right)
-
-    return ast.dump(first) == ast.dump(second)
 
 
 def _names(node):

@@ -7,7 +7,7 @@ from ninetoothed_ascend.compiler.npu.lower_bounds import (
     index_lower_bound,
     lower_bound_terms,
 )
-from ninetoothed_ascend.compiler.passes import MaskPass
+from ninetoothed_ascend.compiler.passes import MaskPass, structure
 
 
 class ScalarizePaddedTileLowerBounds(MaskPass):
@@ -46,7 +46,7 @@ class ScalarizePaddedTileLowerBounds(MaskPass):
     def rewrite_mask(self, mask):
         conjuncts = _conjuncts(mask)
         guards = {
-            (ast.dump(conjunct.left), ast.dump(conjunct.comparators[0]))
+            (structure(conjunct.left), structure(conjunct.comparators[0]))
             for conjunct in conjuncts
             if isinstance(conjunct, ast.Compare)
             and len(conjunct.ops) == 1
@@ -64,7 +64,7 @@ class ScalarizePaddedTileLowerBounds(MaskPass):
             return node
 
         for arange, _, index, factor in lower_bound_terms(self, node):
-            if (ast.dump(arange), ast.dump(factor)) in guards:
+            if (structure(arange), structure(factor)) in guards:
                 self.rewrote()
 
                 return index_lower_bound(index, node)

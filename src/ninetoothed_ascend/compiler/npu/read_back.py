@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    find,
     keyword,
     statements,
     summands,
@@ -112,9 +113,8 @@ class SynchronizeReadBack(Pass):
             else:
                 loaded.update(
                     base
-                    for node in walk(child)
-                    if isinstance(node, ast.Call)
-                    and self.is_call_to(node, "triton.language.load")
+                    for node in find(child, ast.Call)
+                    if self.is_call_to(node, "triton.language.load")
                     for base in self._bases(_pointer(node))
                 )
 

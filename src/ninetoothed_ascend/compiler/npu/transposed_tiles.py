@@ -7,9 +7,12 @@ from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES, digit_groups
 from ninetoothed_ascend.compiler.passes import (
     Pass,
+    Transformer,
     arange_positions,
     clone,
     keyword,
+    same,
+    statements,
     summands,
     walk,
 )
@@ -131,6 +134,9 @@ class TransposeStridedTiles(Pass):
     10, reverted in 63f9a56); this form does not reach batch 1's compile.
     """
 
+    # The per-image store is a loop over the images a tile reaches.
+    INTRODUCES = ("range",)
+
     def run(self, tree, module=None):
         self._count = 0
 
@@ -157,7 +163,7 @@ class TransposeStridedTiles(Pass):
         return name
 
 
-class _Rewriter(ast.NodeTransformer):
+class _Rewriter(Transformer):
     def __init__(self, owner, kernel, launch_call, flags, arguments, tiles):
         self.owner = owner
         self.kernel = kernel
@@ -302,7 +308,7 @@ class _Rewriter(ast.NodeTransformer):
             and lanes[0].value.args[0].value == 0
             and isinstance(outer, ast.BinOp)
             and isinstance(outer.op, ast.FloorDiv)
-            and ast.dump(outer.left) == ast.dump(group.flat_index)
+            and same(outer.left, group.flat_index)
         ):
             return None
 
@@ -536,7 +542,7 @@ class _Rewriter(ast.NodeTransformer):
         if not all(self.two_dimensional(node) for node in scope) or any(
             isinstance(name, ast.Name) and name.id in self.tiles
             for node in scope
-            for name in ast.walk(node)
+            for name in walk(node)
         ):
             return None
 
@@ -547,7 +553,7 @@ class _Rewriter(ast.NodeTransformer):
         )
 
     def two_dimensional(self, node):
-        for inner in ast.walk(node):
+        for inner in walk(node):
             if self.owner.is_call_to(inner, "triton.language.arange"):
                 break
         else:
@@ -555,7 +561,7 @@ class _Rewriter(ast.NodeTransformer):
 
         subscripted = {
             id(inner.value)
-            for inner in ast.walk(node)
+            for inner in walk(node)
             if isinstance(inner, ast.Subscript)
             and isinstance(inner.slice, ast.Tuple)
             and len(inner.slice.elts) == 2
@@ -563,7 +569,7 @@ class _Rewriter(ast.NodeTransformer):
 
         return all(
             id(inner) in subscripted
-            for inner in ast.walk(node)
+            for inner in walk(node)
             if self.owner.is_call_to(inner, "triton.language.arange")
         )
 
@@ -630,7 +636,8 @@ def _tile_names(owner, kernel):
 
     names = set()
 
-    for node in ast.walk(kernel):
+    # Assignments are statements: the expressions are not walked.
+    for node in statements(kernel):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             value = node.value
 
@@ -638,7 +645,7 @@ def _tile_names(owner, kernel):
                 owner.is_call_to(
                     inner, "triton.language.arange", "triton.language.load"
                 )
-                for inner in ast.walk(value)
+                for inner in walk(value)
             ):
                 targets = (
                     node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -646,7 +653,7 @@ def _tile_names(owner, kernel):
                 names.update(
                     name.id
                     for target in targets
-                    for name in ast.walk(target)
+                    for name in walk(target)
                     if isinstance(name, ast.Name)
                 )
 

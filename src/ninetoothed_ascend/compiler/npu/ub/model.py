@@ -44,7 +44,7 @@ import dataclasses
 import functools
 import math
 
-from ninetoothed_ascend.compiler.passes import resolve, walk
+from ninetoothed_ascend.compiler.passes import find, resolve, same, structure, walk
 
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
 DTYPE_BYTES = {
@@ -279,10 +279,15 @@ class KernelModel:
             lambda: _Model(self, constexprs, elem_sizes, multibuffer, contiguous).run(),
         )
 
-    def dump(self, node):
-        """``ast.dump(node)``: equal for the same expression written twice."""
+    def structure(self, node):
+        """:func:`~ninetoothed_ascend.compiler.passes.structure` of ``node``: equal for the same expression written twice."""
 
-        return self._once("dump", node, lambda: ast.dump(node))
+        return self._once("structure", node, lambda: structure(node))
+
+    def same(self, first, second):
+        """:func:`~ninetoothed_ascend.compiler.passes.same` of two nodes: the same expression written twice."""
+
+        return self._once("same", (first, second), lambda: same(first, second))
 
     def names(self, node):
         """The names ``node`` reads, in the order of ``ast.walk``."""
@@ -381,8 +386,7 @@ class _Model:
         self.hoisted = {}
         self.parameters = self.analysis.parameters
         self.loads = 0
-        self.statement_loads = set()
-        self.statement_loads_tiles = {}
+        self.statement_loads = []
         statements = list(_flatten(kernel.body, None, self.branch))
         last_use = self.analysis.last_uses(statements)
         defined_at = {}
@@ -402,7 +406,7 @@ class _Model:
             # Identical loads within a statement are one buffer: triton-adapter
             # (CSE) emits one ``memref.alloc`` for NineToothed's repeated
             # ``load(x) - max(load(x))``.
-            self.statement_loads = set()
+            self.statement_loads = []
             self.statement_indices = 0
             used = self.statement(statement)
             used += self.statement_indices
@@ -622,10 +626,9 @@ class _Model:
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
 
         if function == "load":
-            dump = self.analysis.dump(node)
-
-            if dump in self.statement_loads:
-                return self.statement_loads_tiles[dump], 0, 0
+            for earlier, tile in self.statement_loads:
+                if self.analysis.same(earlier, node):
+                    return tile, 0, 0
 
             pointer = arguments.get(0, arguments.get("pointer"))
             mask = arguments.get(1, arguments.get("mask"))
@@ -649,8 +652,7 @@ class _Model:
                 tile = _Tile(shape.shape, elem, self.copies)
 
             self.loads += math.prod(shape.shape) * (tile.stored or tile.elem)
-            self.statement_loads.add(dump)
-            self.statement_loads_tiles[dump] = tile
+            self.statement_loads.append((node, tile))
 
             return tile, tile.bytes, tile.bytes
 
@@ -677,7 +679,7 @@ class _Model:
             if not self.analysis.hoists:
                 return tile, tile.bytes, tile.bytes
 
-            self.hoisted[self.analysis.dump(node)] = tile.bytes
+            self.hoisted[self.analysis.structure(node)] = tile.bytes
 
             return tile, 0, 0
 
@@ -690,7 +692,7 @@ class _Model:
                 return tile, tile.bytes, tile.bytes
 
             # A constant: hoisted out of the task loop, one buffer for the whole kernel.
-            self.hoisted[self.analysis.dump(node)] = tile.bytes
+            self.hoisted[self.analysis.structure(node)] = tile.bytes
 
             return tile, 0, 0
 
@@ -1128,8 +1130,8 @@ def _reads(statement):
     return {
         node.id
         for expression in _own_expressions(statement)
-        for node in walk(expression)
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)
+        for node in find(expression, ast.Name)
+        if not isinstance(node.ctx, ast.Store)
     } | (
         {statement.target.id}
         if isinstance(statement, ast.AugAssign)

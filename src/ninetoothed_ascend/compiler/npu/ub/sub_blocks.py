@@ -8,6 +8,7 @@ from ninetoothed_ascend.compiler.passes import (
     Pass,
     Transformer,
     clone,
+    find,
     insert_after_imports,
     walk,
 )
@@ -96,6 +97,9 @@ class SplitSubBlocks(Pass):
     block of more than ``S`` lanes with an error that names the limit
     (docs/ub.md lists what cannot be split).
     """
+
+    # The loops over sub-blocks.
+    INTRODUCES = ("range",)
 
     def visit_Module(self, node):
         budget = self.target.soc.ub_bytes
@@ -203,8 +207,9 @@ class SplitSubBlocks(Pass):
     def split(self, kernel, budget):
         constexprs = self.constexpr_parameters(kernel)
         extents = set()
-        # Walked once for the extents and for :meth:`splittable`.
-        calls = [node for node in walk(kernel) if isinstance(node, ast.Call)]
+        # Found once for the extents and for :meth:`splittable`, neither of
+        # which depends on their order.
+        calls = find(kernel, ast.Call)
 
         for call in calls:
             if self.is_call_to(call, "triton.language.arange"):
@@ -405,7 +410,7 @@ class _Splitter:
         names = set()
 
         for statement in statements:
-            names |= {node.id for node in walk(statement) if isinstance(node, ast.Name)}
+            names |= {node.id for node in find(statement, ast.Name)}
 
         chosen = []
 
@@ -414,11 +419,7 @@ class _Splitter:
 
             if targets & names:
                 chosen.append(definition)
-                names |= {
-                    node.id
-                    for node in walk(definition.value)
-                    if isinstance(node, ast.Name)
-                }
+                names |= {node.id for node in find(definition.value, ast.Name)}
 
         return list(reversed(chosen))
 
