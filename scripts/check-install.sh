@@ -36,6 +36,8 @@ import ninetoothed, ninetoothed_ascend
 assert ninetoothed_ascend.is_active(), 'the .pth hook did not activate the import'
 "
 "$work/cuda/bin/ninetoothed-ascend" demo "$repo/examples/elementwise/add.py"
+# About 2 GB (torch): gone before the next environment, which needs as much.
+rm -rf "$work/cuda"
 
 step "an Ascend host: triton-ascend first, then the README's recipe"
 "$python" -m venv "$work/host"
