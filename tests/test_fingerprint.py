@@ -9,6 +9,7 @@ into different code and asserts different keys.
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 import inspect
 import linecache
 import os
@@ -18,6 +19,7 @@ import textwrap
 import time
 import types
 
+import pytest
 from helpers import run_python
 
 from ninetoothed_ascend.cache import Cache
@@ -234,6 +236,46 @@ def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
         True,
         computed[1],
     ]
+
+
+def test_the_environment_names_the_installed_versions_importlib_metadata_finds(
+    tmp_path,
+):
+    """NineToothed's version, read from the metadata directory beside its package, is what importlib.metadata reads; ``import triton``'s distribution is the one whose files it imports."""
+
+    code = """
+        import importlib.metadata, json
+        from ninetoothed_ascend import host
+        from ninetoothed_ascend.jit import fingerprint
+        environment = dict(fingerprint.environment())
+        print(json.dumps([
+            environment["ninetoothed"],
+            importlib.metadata.version("ninetoothed"),
+            sorted(environment),
+            host.triton_package_is_ascend(),
+        ]))
+    """
+    read, expected, names, is_ascend = run_python(code, tmp_path / "cache")
+
+    assert read == expected
+    assert ("triton-ascend" if is_ascend else "triton") in names
+
+
+def test_a_version_not_told_by_one_metadata_directory_is_asked_of_importlib(tmp_path):
+    site = tmp_path / "site"
+    (site / "package").mkdir(parents=True)
+    (site / "package" / "__init__.py").write_text("")
+    package = types.SimpleNamespace(__file__=str(site / "package" / "__init__.py"))
+    (site / "package-1.2.dist-info").mkdir()
+
+    assert fingerprint._installed_version(package, "package") == "1.2"
+
+    # Two versions beside one package: a broken install, which the
+    # directory names cannot settle.
+    (site / "package-1.3.dist-info").mkdir()
+
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        fingerprint._installed_version(package, "package")
 
 
 def test_function_source_follows_its_file_as_inspect_does(tmp_path, monkeypatch):

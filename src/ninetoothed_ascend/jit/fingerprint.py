@@ -26,6 +26,7 @@ import ninetoothed
 import torch
 import triton
 
+from ninetoothed_ascend import host
 from ninetoothed_ascend.compiler.target import Target
 from ninetoothed_ascend.jit import ninetoothed_adapter
 from ninetoothed_ascend.jit.ninetoothed_adapter import tensor_history
@@ -201,8 +202,10 @@ def environment(memos=None):
     :param memos: :class:`Memos` to read and keep the installed versions and
         :func:`package_digest` in, or ``None`` to compute them.
     :return: ``tuple`` of ``(name, version)`` pairs: Python, ninetoothed,
-        the distribution that owns ``import triton`` (``triton`` or
-        ``triton-ascend``) and its version, and a digest of this package's
+        the distribution that owns ``import triton`` (``triton-ascend``
+        where its files are the ones imported,
+        :func:`~ninetoothed_ascend.host.triton_package_is_ascend`, else
+        ``triton``) and its version, and a digest of this package's
         source files (which covers the pass pipeline).
     """
 
@@ -229,8 +232,10 @@ def _describe_environment(memos):
 
     if stored is None:
         stored = {
-            "ninetoothed": importlib.metadata.version("ninetoothed"),
-            "triton": _triton_distribution(),
+            "ninetoothed": _installed_version(ninetoothed, "ninetoothed"),
+            "triton": (
+                host.TRITON_ASCEND if host.triton_package_is_ascend() else "triton"
+            ),
             "package": _package_digest(files),
         }
 
@@ -263,13 +268,31 @@ def _stored_json(text, keys, value_type):
     return None
 
 
-def _triton_distribution():
-    try:
-        importlib.metadata.version("triton-ascend")
-    except importlib.metadata.PackageNotFoundError:
-        return "triton"
+def _installed_version(package, distribution):
+    # The version in the name of the metadata directory an installer writes
+    # beside the package (``ninetoothed-0.26.0.dist-info``): one directory
+    # listing, 0.07 ms, where importlib.metadata's first lookup in a process
+    # scans every sys.path entry and parses the metadata file, 0.5 to 1.2 ms
+    # of a cold ``make`` (docs/benchmarks.md, "Session 14"). Elsewhere (an
+    # editable install, two such directories) importlib.metadata answers.
+    prefix = distribution.replace("-", "_") + "-"
+    suffix = ".dist-info"
 
-    return "triton-ascend"
+    try:
+        names = os.listdir(pathlib.Path(package.__file__).parent.parent)
+    except OSError:
+        names = ()
+
+    found = [
+        name[len(prefix) : -len(suffix)]
+        for name in names
+        if name.startswith(prefix) and name.endswith(suffix)
+    ]
+
+    if len(found) == 1:
+        return found[0]
+
+    return importlib.metadata.version(distribution)
 
 
 def environment_stamp(root=None):
@@ -342,9 +365,15 @@ def _package_digest(files):
 
     for parts, path, _ in files:
         digest.update("/".join(parts).encode())
+        # os.read rather than a file object: 0.3 of the 0.9 ms this loop took
+        # for the package's 60 files (docs/benchmarks.md, "Session 14").
+        descriptor = os.open(path, os.O_RDONLY)
 
-        with open(path, "rb") as file:
-            digest.update(file.read())
+        try:
+            while chunk := os.read(descriptor, 1 << 20):
+                digest.update(chunk)
+        finally:
+            os.close(descriptor)
 
     return digest.hexdigest()
 
