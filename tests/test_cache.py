@@ -139,6 +139,27 @@ def test_warm_start_skips_code_generation(cache_dir):
     assert warm["npu"] == cold["npu"]
 
 
+MAKE_EXAMPLES = f"""
+    import importlib.util, json
+    keys = {{}}
+    for name, path in {[(name, str(EXAMPLE_PATHS[name])) for name in ("softmax", "rms_norm", "add")]!r}:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        keys[name] = module.kernel.key
+    print(json.dumps(keys))
+"""
+
+
+def test_a_kernels_key_is_the_same_in_every_process(cache_dir, tmp_path):
+    """Whatever its tensors' symbols are (softmax's and rms_norm's sizes are expressions), a kernel's key is the same in another process, with the cache filled or empty."""
+
+    first = run_python(MAKE_EXAMPLES, cache_dir)
+
+    assert run_python(MAKE_EXAMPLES, cache_dir) == first
+    assert run_python(MAKE_EXAMPLES, tmp_path / "other") == first
+
+
 def _make_matmul_in_process(cache_dir, queue):
     import os
 

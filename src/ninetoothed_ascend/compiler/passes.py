@@ -607,7 +607,8 @@ def structure(node):
     in order, a missing field and an optional one set to ``None`` alike (as
     ``ast.dump`` leaves both out), and ``repr`` of each leaf value (as
     ``ast.dump`` writes it: ``1`` and ``1.0`` differ). Locations are not
-    part of it, as they are not of ``ast.dump``'s text.
+    part of it, as they are not of ``ast.dump``'s text. Its ``repr`` is the
+    same in every process.
     """
 
     if isinstance(node, ast.AST):
@@ -664,8 +665,17 @@ def same(first, second):
     return repr(first) == repr(second)
 
 
-# A field ``ast.dump`` leaves out: missing, or ``None`` where optional.
-_ABSENT = object()
+class _Absent:
+    # A field ``ast.dump`` leaves out: missing, or ``None`` where optional.
+    # Its ``repr`` is the same in every process, and so is that of
+    # ``structure``'s keys: the cache key describes NineToothed's symbols by it.
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<absent>"
+
+
+_ABSENT = _Absent()
 
 
 @functools.cache

@@ -304,3 +304,13 @@ def tensor_history(tensor):
     """Return the operations a ``ninetoothed.Tensor`` was made with: ``((function, args, kwargs), ...)`` (``tile``, ``expand``, ...)."""
 
     return tuple(tensor._history)
+
+
+def symbol_expression(symbol):
+    """Return the expression a ``ninetoothed.Symbol`` stands for (an ``ast.expr``, NineToothed's own: read it, do not change it).
+
+    ``Symbol.node`` gives a rewritten copy; its text, ``str(symbol)``, is
+    ``ast.unparse`` of this node.
+    """
+
+    return symbol._node
