@@ -30,7 +30,12 @@ import dataclasses
 import functools
 import os
 
-from ninetoothed_ascend.compiler.passes import collection_paused, walk
+from ninetoothed_ascend.compiler.passes import (
+    collection_paused,
+    find,
+    structure,
+    walk,
+)
 
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"
@@ -209,21 +214,27 @@ def _equal_sizes(kernel, sizes):
     }
     groups = {}
 
-    for node in walk(kernel):
+    # The offsets compared by their fields (``structure``), not their text:
+    # formatting them, and walking the kernel's every node in order to find
+    # its comparisons, took most of the 1.3 ms softmax's requirements took
+    # (docs/benchmarks.md, "Session 14"). The groups are sorted, so that
+    # the order comparisons are found in does not matter.
+    for node in find(kernel, ast.Compare):
         if (
-            isinstance(node, ast.Compare)
-            and len(node.ops) == 1
+            len(node.ops) == 1
             and isinstance(node.ops[0], ast.Lt)
             and isinstance(node.comparators[0], ast.Name)
             and node.comparators[0].id in sizes
         ):
-            offsets = ast.unparse(_substituted(node.left, assigned, 0))
+            offsets = structure(_substituted(node.left, assigned, 0))
             groups.setdefault(offsets, set()).add(sizes[node.comparators[0].id])
 
     return tuple(
-        tuple(sorted(group))
-        for group in groups.values()
-        if len({index for index, _ in group}) > 1
+        sorted(
+            tuple(sorted(group))
+            for group in groups.values()
+            if len({index for index, _ in group}) > 1
+        )
     )
 
 
@@ -231,7 +242,7 @@ def _substituted(node, assigned, depth):
     # A new expression: ``node`` with the kernel's index variables replaced by
     # what they were assigned, itself substituted one level deeper (bounded:
     # generated index variables are a few levels deep). Names left as they
-    # are are shared, since the result is only unparsed; copying through
+    # are are shared, since the result is only compared; copying through
     # ``ast.unparse`` and ``ast.parse`` took most of ``launch_facts``' time.
     if isinstance(node, ast.Name):
         value = assigned.get(node.id)
