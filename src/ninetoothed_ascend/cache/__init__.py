@@ -78,11 +78,9 @@ def default_directory():
     :return: ``pathlib.Path``.
     """
 
-    candidates = [os.environ.get(name) for name in ENVIRONMENT_VARIABLES]
-    candidates.append(platformdirs.user_cache_dir("ninetoothed-ascend"))
     refusals = []
 
-    for candidate in filter(None, candidates):
+    for candidate in filter(None, _candidate_directories()):
         path = pathlib.Path(candidate).expanduser()
 
         if not writable_directory(path):
@@ -107,6 +105,15 @@ def default_directory():
         )
 
     return path
+
+
+def _candidate_directories():
+    # Lazily: platformdirs, asked only when no variable names a usable
+    # directory, took 0.06 ms of a warm make's 2.
+    for name in ENVIRONMENT_VARIABLES:
+        yield os.environ.get(name)
+
+    yield platformdirs.user_cache_dir("ninetoothed-ascend")
 
 
 def private_directory():
