@@ -2,8 +2,6 @@
 
 import ast
 import functools
-import inspect
-import textwrap
 import types
 
 import triton
@@ -87,10 +85,14 @@ def _interpreted_copy(jit_function):
     # combine function) must stay the object the interpreter recognizes
     # (``tl.max`` reduces with NumPy only for the original
     # ``_elementwise_max``; a copy takes a generic path that builds
-    # vocabulary-squared tiles).
+    # vocabulary-squared tiles). What it calls is read from the text Triton
+    # kept when it decorated it (``JITFunction.src``, Triton 3.2 and 3.9):
+    # ``inspect.getsource`` tokenized its module again, 1.5 of the 2.5 ms
+    # the first import of softmax's CPU variant took (``tl.max``;
+    # ``bench/make_steps.py``).
     called = {
         node.func.id
-        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function))))
+        for node in ast.walk(ast.parse(jit_function.src))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
 

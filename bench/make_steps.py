@@ -1,0 +1,148 @@
+"""Where ``make`` spends its time: each step of a cold ``make`` + the CPU variant, or of a warm ``make``, timed around it.
+
+Fresh processes, as ``bench/warm_make.py`` runs them; each step is a
+function of the package, timed by a wrapper around it (wall clock, its calls
+in the process summed), medians over ``--repeats`` processes. ``cold``:
+an empty cache, ``make``, then ``handle.variant("cpu")``. ``warm``: the
+cache a previous process filled with all three variants, and the memos the
+process after it stored; the first ``make`` of the process. The wrappers
+add a few microseconds per call: compare steps, not totals, with
+``bench/warm_make.py``.
+
+    PYTHONPATH=src python bench/make_steps.py [--mode cold|warm] [--names add ...] [--repeats 9]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
+
+MEASURE = """
+import functools, importlib.util, json, sys, time
+import torch, ninetoothed, ninetoothed_ascend
+import ninetoothed_ascend.jit
+from ninetoothed_ascend import cache
+from ninetoothed_ascend.jit import fingerprint, variants
+from ninetoothed_ascend.runtime import handle
+
+# The subpackage, not the decorator the package exports under its name.
+jit = sys.modules["ninetoothed_ascend.jit"]
+path, mode = sys.argv[1:]
+steps = {}
+
+def timed(owner, name, step):
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            steps[step] = steps.get(step, 0) + time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+timed(cache, "default_directory", "cache directory")
+timed(jit, "generate_source", "NineToothed's generation")
+timed(jit, "definition_digest", "definition digest")
+timed(jit, "environment_key", "environment key")
+timed(fingerprint, "_describe_environment", "environment (in the key)")
+timed(cache.Cache, "load", "cache load")
+timed(cache.Cache, "lock", "cache lock (made)")
+timed(cache.Cache, "store", "cache store")
+timed(jit, "launch_facts", "launch facts")
+timed(variants, "run_pipeline", "CPU pipeline")
+timed(handle, "import_variant", "import of the variant")
+timed(jit, "new_handle", "new handle")
+captured = []
+
+def stub(name):
+    def capture(*args, **kwargs):
+        captured.append((name, args, kwargs))
+    return capture
+
+real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
+for name in real:
+    setattr(ninetoothed_ascend, name, stub(name))
+spec = importlib.util.spec_from_file_location("example", path)
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+for name, function in real.items():
+    setattr(ninetoothed_ascend, name, function)
+(name, args, kwargs), = captured
+steps.clear()
+start = time.perf_counter()
+kernel = real[name](*args, **kwargs)
+steps["make"] = time.perf_counter() - start
+
+if mode == "cold":
+    start = time.perf_counter()
+    kernel.variant("cpu")
+    steps["variant (cpu)"] = time.perf_counter() - start
+elif mode == "fill":
+    kernel.build()
+
+print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
+"""
+
+
+def measure(path, mode, cache_dir):
+    env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir)}
+    completed = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("cold", "warm"), default="cold")
+    parser.add_argument("--names", nargs="+", default=NAMES)
+    parser.add_argument("--repeats", type=int, default=9)
+    options = parser.parse_args()
+    columns = {}
+
+    for name in options.names:
+        path = next(EXAMPLES.rglob(f"{name}.py"))
+        runs = []
+
+        with tempfile.TemporaryDirectory() as directory:
+            if options.mode == "warm":
+                measure(path, "fill", directory)
+                measure(path, "warm", directory)  # stores the memos
+
+            for _ in range(options.repeats):
+                if options.mode == "cold":
+                    with tempfile.TemporaryDirectory() as empty:
+                        runs.append(measure(path, "cold", empty))
+                else:
+                    runs.append(measure(path, "warm", directory))
+
+        columns[name] = {
+            step: statistics.median(run.get(step, 0.0) for run in runs)
+            for step in runs[0]
+        }
+
+    steps = list(dict.fromkeys(step for column in columns.values() for step in column))
+    print(f"| step ({options.mode}, ms) | " + " | ".join(columns) + " |")
+    print("| --- |" + " ---: |" * len(columns))
+
+    for step in steps:
+        values = (f"{column.get(step, 0.0):.2f}" for column in columns.values())
+        print(f"| {step} | " + " | ".join(values) + " |")
+
+
+if __name__ == "__main__":
+    main()
