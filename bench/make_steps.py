@@ -15,16 +15,15 @@ add a few microseconds per call: compare steps, not totals, with
 import argparse
 import json
 import os
-import pathlib
 import statistics
 import subprocess
 import sys
 import tempfile
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
+from warm_make import CAPTURE, EXAMPLES, NAMES
 
-MEASURE = """
+MEASURE = (
+    """
 import functools, importlib.util, json, sys, time
 import torch, ninetoothed, ninetoothed_ascend
 import ninetoothed_ascend.jit
@@ -62,22 +61,9 @@ timed(jit, "launch_facts", "launch facts")
 timed(variants, "run_pipeline", "CPU pipeline")
 timed(handle, "import_variant", "import of the variant")
 timed(jit, "new_handle", "new handle")
-captured = []
-
-def stub(name):
-    def capture(*args, **kwargs):
-        captured.append((name, args, kwargs))
-    return capture
-
-real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
-for name in real:
-    setattr(ninetoothed_ascend, name, stub(name))
-spec = importlib.util.spec_from_file_location("example", path)
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-for name, function in real.items():
-    setattr(ninetoothed_ascend, name, function)
-(name, args, kwargs), = captured
-steps.clear()
+"""
+    + CAPTURE
+    + """steps.clear()
 start = time.perf_counter()
 kernel = real[name](*args, **kwargs)
 steps["make"] = time.perf_counter() - start
@@ -91,6 +77,7 @@ elif mode == "fill":
 
 print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
 """
+)
 
 
 def measure(path, mode, cache_dir):

@@ -50,7 +50,29 @@ NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
 #: (steadier on a machine that other work shares; excludes waiting on I/O).
 CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 
-MEASURE = """
+#: Code that runs the example module at ``path`` with ``make``/``jit``
+#: captured, leaving ``real`` (the functions), ``name``, ``args`` and
+#: ``kwargs`` of its one call (also ``bench/make_steps.py``'s).
+CAPTURE = """
+captured = []
+
+def stub(name):
+    def capture(*args, **kwargs):
+        captured.append((name, args, kwargs))
+    return capture
+
+real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
+for name in real:
+    setattr(ninetoothed_ascend, name, stub(name))
+spec = importlib.util.spec_from_file_location("example", path)
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+for name, function in real.items():
+    setattr(ninetoothed_ascend, name, function)
+(name, args, kwargs), = captured
+"""
+
+MEASURE = (
+    """
 import importlib.util, json, sys, time
 import torch
 import ninetoothed
@@ -70,22 +92,9 @@ if cuda and not time_process_start:
     import triton
 
     triton.runtime.driver.active.get_current_device()
-captured = []
-
-def stub(name):
-    def capture(*args, **kwargs):
-        captured.append((name, args, kwargs))
-    return capture
-
-real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
-for name in real:
-    setattr(ninetoothed_ascend, name, stub(name))
-spec = importlib.util.spec_from_file_location("example", path)
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-for name, function in real.items():
-    setattr(ninetoothed_ascend, name, function)
-(name, args, kwargs), = captured
-
+"""
+    + CAPTURE
+    + """
 def timed(function):
     start = clock()
     result = function()
@@ -120,6 +129,7 @@ else:
     _, again = timed(lambda: real[name](*args, **kwargs))
     print(json.dumps({"seconds": make, "next": again}))
 """
+)
 
 
 def measure(path, mode, cache_dir, clock, time_process_start):
