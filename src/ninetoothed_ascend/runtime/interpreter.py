@@ -8,6 +8,8 @@ import triton
 import triton.language
 import triton.runtime.interpreter
 
+from ninetoothed_ascend.compiler.passes import find
+
 #: ``id`` of a ``triton.jit`` function -> ``(the function, its interpreted
 #: copy)``. By ``id``, with the function held so that its ``id`` is not
 #: reused: a ``JITFunction`` hashes by its ``cache_key``, which parses it and
@@ -92,8 +94,8 @@ def _interpreted_copy(jit_function):
     # ``bench/make_steps.py``).
     called = {
         node.func.id
-        for node in ast.walk(ast.parse(jit_function.src))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        for node in find(ast.parse(jit_function.src), ast.Call)
+        if isinstance(node.func, ast.Name)
     }
 
     for name, value in function.__globals__.items():
