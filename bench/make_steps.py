@@ -29,6 +29,7 @@ import torch, ninetoothed, ninetoothed_ascend
 import ninetoothed_ascend.jit
 from ninetoothed_ascend import cache
 from ninetoothed_ascend.jit import fingerprint, variants
+from ninetoothed_ascend import runtime
 from ninetoothed_ascend.runtime import handle
 
 # The subpackage, not the decorator the package exports under its name.
@@ -58,6 +59,11 @@ timed(cache.Cache, "load", "cache load")
 timed(cache.Cache, "lock", "cache lock (made)")
 timed(cache.Cache, "store", "cache store")
 timed(jit, "launch_facts", "launch facts")
+timed(fingerprint._Describer, "_describe_symbol", "symbols (in the digest)")
+timed(fingerprint, "_package_digest", "package digest (in the environment)")
+timed(variants, "requirements_fact", "launch requirements (in the pipeline)")
+# Bound by the CPU variant when it is imported.
+timed(runtime, "interpreted", "interpreted triton.language functions")
 timed(variants, "run_pipeline", "CPU pipeline")
 timed(handle, "import_variant", "import of the variant")
 timed(jit, "new_handle", "new handle")

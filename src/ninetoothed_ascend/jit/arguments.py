@@ -216,7 +216,7 @@ def _equal_sizes(kernel, sizes):
 
     # The offsets compared by their fields (``structure``), not their text:
     # formatting them, and walking the kernel's every node in order to find
-    # its comparisons, took most of the 1.3 ms softmax's requirements took
+    # its comparisons: softmax's requirements took 1.35 ms, now 1.0
     # (docs/benchmarks.md, "Session 14"). The groups are sorted, so that
     # the order comparisons are found in does not matter.
     for node in find(kernel, ast.Compare):

@@ -272,10 +272,12 @@ def _stored_json(text, keys, value_type):
 def _installed_version(package, distribution):
     # The version in the name of the metadata directory an installer writes
     # beside the package (``ninetoothed-0.26.0.dist-info``): one directory
-    # listing, 0.07 ms, where importlib.metadata's first lookup in a process
-    # scans every sys.path entry and parses the metadata file, 0.5 to 1.2 ms
-    # of a cold ``make`` (docs/benchmarks.md, "Session 14"). Elsewhere (an
-    # editable install, two such directories) importlib.metadata answers.
+    # listing, where importlib.metadata's first lookup in a process scans
+    # every sys.path entry and parses the metadata file (with triton's
+    # distribution decided from its files, the environment of a cold
+    # ``make`` went from 2.3-2.9 to 1.5 ms: docs/benchmarks.md, "Session
+    # 14"). Elsewhere (an editable install, two such directories)
+    # importlib.metadata answers.
     prefix = distribution.replace("-", "_") + "-"
     suffix = ".dist-info"
 
@@ -366,8 +368,8 @@ def _package_digest(files):
 
     for parts, path, _ in files:
         digest.update("/".join(parts).encode())
-        # os.read rather than a file object: 0.3 of the 0.9 ms this loop took
-        # for the package's 60 files (docs/benchmarks.md, "Session 14").
+        # os.read rather than a file object: the package's 60 files took 1.1
+        # to 1.2 ms, now 0.9 (docs/benchmarks.md, "Session 14").
         descriptor = os.open(path, os.O_RDONLY)
 
         try:
@@ -552,7 +554,7 @@ class _Describer:
     def _describe_symbol(self, symbol):
         # The expression's fields rather than its text, which ast.unparse
         # writes from nothing else: formatting the sixteen symbols of
-        # softmax's tensors took 0.4 ms of its 2.2 ms warm make
+        # softmax's tensors took 0.25 ms of its warm make, now 0.16
         # (docs/benchmarks.md, "Session 14").
         options = tuple(
             (name, self.describe(getattr(symbol, name, None)))
