@@ -81,9 +81,9 @@ CPU = (
     WidenBfloat16,
     IndexLoopBounds,
     BindLanguageModule,
+    FixAutotuneConfig,
     InterpretKernels,
     InterpretLanguageFunctions,
-    FixAutotuneConfig,
 )
 
 #: The variants built from NineToothed's source: name -> passes, in order.

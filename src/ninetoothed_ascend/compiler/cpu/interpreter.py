@@ -129,6 +129,15 @@ class InterpretKernels(Pass):
             )
 
 
+#: The dotted names of the ``triton.language`` functions that are
+#: ``triton.jit`` functions in the installed Triton (``tl.max``, ``tl.sum``, ...).
+_LANGUAGE_KERNELS = frozenset(
+    f"triton.language.{name}"
+    for name, value in vars(triton.language).items()
+    if isinstance(value, triton.runtime.JITFunction)
+)
+
+
 class InterpretLanguageFunctions(Pass):
     """Call interpreted copies of the ``triton.language`` functions that are themselves kernels.
 
@@ -146,23 +155,18 @@ class InterpretLanguageFunctions(Pass):
     (:func:`ninetoothed_ascend.runtime.interpreted`).
     """
 
+    TRIGGERS = _LANGUAGE_KERNELS
+
     def visit_Call(self, node):
         self.generic_visit(node)
 
         name = self.resolve(node.func)
 
-        if name is not None and name.startswith("triton.language."):
+        if name in self.TRIGGERS:
             function_name = name.removeprefix("triton.language.")
-
-            if isinstance(
-                getattr(triton.language, function_name, None),
-                triton.runtime.JITFunction,
-            ):
-                self.interpreted.add(function_name)
-                node.func = ast.Name(
-                    f"ninetoothed_interpreted_{function_name}", ast.Load()
-                )
-                self.rewrote()
+            self.interpreted.add(function_name)
+            node.func = ast.Name(f"ninetoothed_interpreted_{function_name}", ast.Load())
+            self.rewrote()
 
         return node
 
@@ -342,6 +346,17 @@ class FixAutotuneConfig(Pass):
             )
             holder.value = holder.value.args[0]
             self.rewrote()
+
+        self._kernels = set(self.module.kernels().values())
+        self.generic_visit(node)
+
+        return node
+
+    def visit_FunctionDef(self, node):
+        # A kernel launches nothing: its launches are all in host code, and
+        # kernels are most of a module's nodes.
+        if node in self._kernels:
+            return node
 
         self.generic_visit(node)
 
