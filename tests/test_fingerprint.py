@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import inspect
+import json
 import linecache
 import os
 import pathlib
@@ -194,6 +195,54 @@ def test_the_environment_stamp_changes_with_any_source(tmp_path):
 
     (tree / "z" / "d.py").write_text("")
     assert environment_stamp(tree) not in (stamp, rewritten)
+
+
+def test_the_environment_stamp_ignores_directories_it_reads_nothing_from(
+    tmp_path, monkeypatch
+):
+    """A program writing files beside itself (in ``sys.path[0]``) reads the memo its last run stored."""
+
+    script_directory = tmp_path / "project"
+    script_directory.mkdir()
+    monkeypatch.syspath_prepend(str(script_directory))
+    stamp = environment_stamp()
+
+    (script_directory / "log.txt").write_text("run 2\n")
+    os.utime(script_directory, ns=(1, 10**18))
+
+    assert environment_stamp() == stamp
+
+
+def test_the_environment_stamp_changes_with_the_listings_it_reads(
+    tmp_path, monkeypatch
+):
+    """Installing or removing a distribution beside NineToothed, or triton-ascend's backend, gives another stamp."""
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(fingerprint, "_listed_directories", lambda: (str(site),))
+    stamp = environment_stamp()
+
+    (site / "ninetoothed-9.9.dist-info").mkdir()
+    os.utime(site, ns=(1, 10**18))
+
+    assert environment_stamp() != stamp
+
+
+def test_a_version_the_listing_does_not_tell_is_not_remembered(tmp_path, monkeypatch):
+    """Where the listing beside the package does not settle NineToothed's version, importlib.metadata answers in every process."""
+
+    monkeypatch.setattr(fingerprint, "_environment", None)
+    monkeypatch.setattr(fingerprint, "_listed_version", lambda *args: None)
+    memos = Memos(Cache(tmp_path / "cache"))
+    environment = dict(fingerprint.environment(memos))
+    memos.store()
+
+    assert environment["ninetoothed"] == importlib.metadata.version("ninetoothed")
+    stored = json.loads(
+        Cache(tmp_path / "cache").memo("environment", environment_stamp())
+    )
+    assert stored["ninetoothed"] is None
 
 
 def test_memos_are_read_back_as_stored_and_removed_with_the_cache(tmp_path):

@@ -225,7 +225,10 @@ def _describe_environment(memos):
     stamp = _stamp(_PACKAGE_ROOT, files) if memos is not None else None
     stored = (
         _stored_json(
-            memos.read("environment", stamp), ("ninetoothed", "triton", "package"), str
+            memos.read("environment", stamp),
+            ("ninetoothed", "triton", "package"),
+            str,
+            optional=("ninetoothed",),
         )
         if stamp
         else None
@@ -233,7 +236,10 @@ def _describe_environment(memos):
 
     if stored is None:
         stored = {
-            "ninetoothed": _installed_version(ninetoothed, "ninetoothed"),
+            # ``None`` where the listing beside the package does not tell:
+            # then importlib.metadata, which reads every ``sys.path`` entry,
+            # is asked in each process (the stamp covers only the listing).
+            "ninetoothed": _listed_version(ninetoothed, "ninetoothed"),
             "triton": (
                 host.TRITON_ASCEND if host.triton_package_is_ascend() else "triton"
             ),
@@ -243,17 +249,22 @@ def _describe_environment(memos):
         if memos is not None:
             memos.keep("environment", stamp, json.dumps(stored))
 
+    listed = stored["ninetoothed"]
+
     return (
         ("python", platform.python_version()),
-        ("ninetoothed", stored["ninetoothed"]),
+        (
+            "ninetoothed",
+            listed if listed else _installed_version(ninetoothed, "ninetoothed"),
+        ),
         (stored["triton"], triton.__version__),
         ("ninetoothed-ascend", stored["package"]),
     )
 
 
-def _stored_json(text, keys, value_type):
-    # A memo's JSON object with exactly ``keys``, each a ``value_type``, or
-    # None where the text is not that.
+def _stored_json(text, keys, value_type, optional=()):
+    # A memo's JSON object with exactly ``keys``, each a ``value_type`` (or
+    # null, for the ``optional`` ones), or None where the text is not that.
     try:
         stored = json.loads(text) if text is not None else None
     except ValueError:
@@ -262,7 +273,10 @@ def _stored_json(text, keys, value_type):
     if (
         isinstance(stored, dict)
         and set(stored) == set(keys)
-        and all(type(value) is value_type for value in stored.values())
+        and all(
+            type(value) is value_type or (value is None and key in optional)
+            for key, value in stored.items()
+        )
     ):
         return stored
 
@@ -270,19 +284,27 @@ def _stored_json(text, keys, value_type):
 
 
 def _installed_version(package, distribution):
+    """The version of ``distribution``, whose import package is ``package``: :func:`_listed_version`, else importlib.metadata's."""
+
+    return _listed_version(package, distribution) or importlib.metadata.version(
+        distribution
+    )
+
+
+def _listed_version(package, distribution):
     # The version in the name of the metadata directory an installer writes
     # beside the package (``ninetoothed-0.26.0.dist-info``): one directory
     # listing, where importlib.metadata's first lookup in a process scans
     # every sys.path entry and parses the metadata file (with triton's
     # distribution decided from its files, the environment of a cold
     # ``make`` went from 2.3-2.9 to 1.5 ms: docs/benchmarks.md, "Session
-    # 14"). Elsewhere (an editable install, two such directories)
-    # importlib.metadata answers.
+    # 14"). ``None`` where the listing does not tell (an editable install,
+    # two such directories).
     prefix = distribution.replace("-", "_") + "-"
     suffix = ".dist-info"
 
     try:
-        names = os.listdir(pathlib.Path(package.__file__).parent.parent)
+        names = os.listdir(_metadata_directory(package))
     except OSError:
         names = ()
 
@@ -292,10 +314,13 @@ def _installed_version(package, distribution):
         if name.startswith(prefix) and name.endswith(suffix)
     ]
 
-    if len(found) == 1:
-        return found[0]
+    return found[0] if len(found) == 1 else None
 
-    return importlib.metadata.version(distribution)
+
+def _metadata_directory(package):
+    # Where an installer puts the metadata of the distribution that holds
+    # ``package``: the directory holding the package's directory.
+    return os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
 
 
 def environment_stamp(root=None):
@@ -304,11 +329,14 @@ def environment_stamp(root=None):
     It covers the files :func:`package_digest` hashes (each one's relative
     path, inode, size, and modification and change times in nanoseconds: a
     file's change time moves with every write, also when its modification
-    time is set back) and every ``sys.path`` entry's modification time
-    (installing or removing a distribution adds or removes its metadata
-    directory in one of them, which is where ``importlib.metadata`` finds
-    versions), with the Python version, the working directory (relative
-    entries) and ``root``.
+    time is set back), the directories whose listings say NineToothed's
+    version and the distribution of ``import triton`` (the directory holding
+    the ``ninetoothed`` package, where installing or removing a distribution
+    adds or removes its metadata directory; ``triton/backends``, which holds
+    ``ascend`` in triton-ascend's files: :func:`_listed_directories`), with
+    their paths, the Python version and ``root``. Not the other ``sys.path``
+    entries: the memo of a program that writes files in its own directory
+    (``sys.path[0]``) was never read again while they were stamped.
 
     :param root: ``pathlib.Path`` of the package directory; this package's
         when ``None``.
@@ -320,25 +348,29 @@ def environment_stamp(root=None):
     return _stamp(root, _source_files(root))
 
 
+def _listed_directories():
+    """The directories whose listings :func:`environment` reads: ``tuple`` of ``str``."""
+
+    return (
+        _metadata_directory(ninetoothed),
+        os.path.join(os.path.dirname(os.path.abspath(triton.__file__)), "backends"),
+    )
+
+
 def _stamp(root, files):
     entries = []
 
-    for entry in sys.path:
+    for directory in _listed_directories():
         try:
-            entries.append((entry, os.stat(entry or ".").st_mtime_ns))
+            entries.append((directory, os.stat(directory).st_mtime_ns))
         except OSError:
-            entries.append((entry, None))
+            entries.append((directory, None))
 
     described = tuple(
         (parts, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         for parts, _, info in files
     )
-    try:
-        directory = os.getcwd()
-    except OSError:  # removed under the process: relative entries find nothing
-        directory = None
-
-    description = repr((sys.version, directory, str(root), tuple(entries), described))
+    description = repr((sys.version, str(root), tuple(entries), described))
 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
