@@ -12,7 +12,9 @@ them. Per example and repeat, one process each for:
   machine without one;
 * cold ``make`` + the variant a call needs: an empty cache, ``make``, then
   ``handle.variant(V)`` (the variant built, stored and imported), where V is
-  the device type a call makes here (``cuda``, ``npu``, else ``cpu``);
+  the device type a call makes here (``cuda``, ``npu``, else ``cpu``), or
+  ``--variant``'s (``npu`` stands for an Ascend host: building and importing
+  the NPU variant needs no NPU);
 * cold ``make`` + all three variants: an empty cache, ``make``, then
   ``handle.build()`` (what ``warm`` does);
 * warm ``make``: the cache the previous process filled. ``first`` is the
@@ -32,7 +34,7 @@ Medians over the repeats; ratios are the medians' ratios. ``--clock cpu``
 times the CPU time of the measuring process instead of the elapsed time.
 
     python bench/warm_make.py [--repeats 5] [--names add matmul ...] [--clock cpu]
-        [--time-process-start]
+        [--time-process-start] [--variant cuda|npu|cpu]
 """
 
 import argparse
@@ -79,7 +81,7 @@ import ninetoothed
 import ninetoothed_ascend
 from ninetoothed_ascend.jit import ninetoothed_adapter
 
-path, mode, clock, time_process_start = sys.argv[1:]
+path, mode, clock, time_process_start, wanted = sys.argv[1:]
 clock = getattr(time, clock)
 time_process_start = time_process_start == "1"
 # Untimed: any CUDA program starts the CUDA runtime once (about 0.18 s on an
@@ -117,9 +119,9 @@ if mode == "plain":
 handle, make = timed(lambda: real[name](*args, **kwargs))
 
 if mode == "variant":
-    device = "cuda" if cuda else (
+    device = wanted or ("cuda" if cuda else (
         "npu" if hasattr(torch, "npu") and torch.npu.is_available() else "cpu"
-    )
+    ))
     _, variant = timed(lambda: handle.variant(device))
     print(json.dumps({"seconds": make + variant, "device": device}))
 elif mode == "all":
@@ -132,7 +134,7 @@ else:
 )
 
 
-def measure(path, mode, cache_dir, clock, time_process_start):
+def measure(path, mode, cache_dir, clock, time_process_start, variant=None):
     env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache_dir}
     completed = subprocess.run(
         [
@@ -143,6 +145,7 @@ def measure(path, mode, cache_dir, clock, time_process_start):
             mode,
             CLOCKS[clock],
             str(int(time_process_start)),
+            variant or "",
         ],
         env=env,
         capture_output=True,
@@ -164,6 +167,13 @@ def main():
         help="on a GPU, time torch's CUDA state and Triton's driver in the first "
         "make of each process",
     )
+    parser.add_argument(
+        "--variant",
+        choices=("cuda", "npu", "cpu"),
+        help="the variant built after a cold make (default: the one a call needs "
+        "here); npu stands for an Ascend host, whose first call needs the NPU "
+        "variant (built without an NPU)",
+    )
     arguments = parser.parse_args()
 
     print(
@@ -182,7 +192,14 @@ def main():
             for repeat in range(arguments.repeats):
                 for mode in ("plain", "variant", "all"):
                     with tempfile.TemporaryDirectory() as cold_cache:
-                        result = measure(path, mode, cold_cache, arguments.clock, start)
+                        result = measure(
+                            path,
+                            mode,
+                            cold_cache,
+                            arguments.clock,
+                            start,
+                            arguments.variant,
+                        )
                     runs[mode].append(result["seconds"])
                     device = result.get("device", device)
 
@@ -208,7 +225,7 @@ def main():
             flush=True,
         )
 
-    print(f"\nvariant a call needs here: {device}; clock: {arguments.clock}")
+    print(f"\nvariant built after make: {device}; clock: {arguments.clock}")
 
 
 if __name__ == "__main__":
