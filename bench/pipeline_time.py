@@ -6,14 +6,18 @@ pipeline of :data:`ninetoothed_ascend.compiler.pipelines.VARIANTS` is run on
 it ``--repeats`` times; the fastest run counts (``time.process_time``).
 With ``--first``, each pipeline runs once in a fresh process instead (what
 a cold ``make`` pays: the first run of a pipeline in a process), best of
-``--repeats`` processes.
+``--repeats`` processes. With ``--by-pass``, the parse, each pass that ran
+and the unparse of the fastest run are listed too (``ast.parse`` and
+``ast.unparse`` wherever called, in passes too, which then count twice).
 Works on older trees too (``PYTHONPATH=<tree>/src``), whose pass machinery
 lived in ``ninetoothed_ascend.ascendify.base``.
 
-    NINETOOTHED_ASCEND_CACHE_DIR=$(mktemp -d) PYTHONPATH=src python bench/pipeline_time.py [--names add ...] [--repeats 3] [--first]
+    NINETOOTHED_ASCEND_CACHE_DIR=$(mktemp -d) PYTHONPATH=src python bench/pipeline_time.py [--names add ...] [--repeats 3] [--first | --by-pass]
 """
 
 import argparse
+import ast
+import functools
 import importlib.util
 import json
 import pathlib
@@ -24,9 +28,9 @@ import time
 import ninetoothed_ascend
 
 try:
-    from ninetoothed_ascend.compiler.passes import run_pipeline
+    from ninetoothed_ascend.compiler.passes import Pass, run_pipeline
 except ImportError:
-    from ninetoothed_ascend.ascendify.base import run_pipeline
+    from ninetoothed_ascend.ascendify.base import Pass, run_pipeline
 from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.compiler.target import Target
 
@@ -74,8 +78,14 @@ def main():
         action="store_true",
         help="time each pipeline's first run, in a fresh process per run",
     )
+    parser.add_argument(
+        "--by-pass",
+        action="store_true",
+        help="also list the parse, each pass that ran and the unparse (ms)",
+    )
     arguments = parser.parse_args()
     milliseconds = {}
+    steps = _timed_steps() if arguments.by_pass else None
 
     for name in arguments.names:
         if arguments.first:
@@ -91,16 +101,55 @@ def main():
         for variant in arguments.variants:
             passes = pipelines.VARIANTS[variant]
             target = Target.from_environment(variant)
-            best = float("inf")
+            best, best_steps = float("inf"), {}
 
             for _ in range(arguments.repeats):
+                if steps is not None:
+                    steps.clear()
+
                 start = time.process_time()
                 run_pipeline(source, passes, target)
-                best = min(best, time.process_time() - start)
+                seconds = time.process_time() - start
+
+                if seconds < best:
+                    best, best_steps = seconds, dict(steps or {})
 
             milliseconds[f"{name} {variant}"] = round(best * 1000, 1)
 
+            if steps is not None:
+                milliseconds[f"{name} {variant} by step"] = {
+                    step: round(seconds * 1000, 2)
+                    for step, seconds in best_steps.items()
+                }
+
     print(json.dumps(milliseconds, indent=1))
+
+
+def _timed_steps():
+    # CPU time of ``ast.parse``, ``ast.unparse`` and each pass's ``run`` in
+    # this process, by name, summed until the dict is cleared.
+    steps = {}
+
+    def timed(owner, attribute, step=None):
+        function = getattr(owner, attribute)
+
+        @functools.wraps(function)
+        def wrapper(self_or_first, *args, **kwargs):
+            start = time.process_time()
+
+            try:
+                return function(self_or_first, *args, **kwargs)
+            finally:
+                name = step or type(self_or_first).__name__
+                steps[name] = steps.get(name, 0) + time.process_time() - start
+
+        setattr(owner, attribute, wrapper)
+
+    timed(ast, "parse", "parse (all)")
+    timed(ast, "unparse", "unparse (all)")
+    timed(Pass, "run")
+
+    return steps
 
 
 def _first_run(name, variant):
