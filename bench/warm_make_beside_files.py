@@ -5,7 +5,8 @@ writes one file there (a log). Each example is made by a fresh process of
 such a script against a cache that earlier processes filled; the time is
 the first ``make`` of the process (wall clock), as ``warm first`` in
 ``bench/warm_make.py``, whose processes run with ``-c`` from a directory
-nothing writes to. Medians over ``--repeats`` processes, after two that
+nothing writes to (on a GPU, the CUDA runtime and Triton's driver are
+started before the timer, as there). Medians over ``--repeats`` processes, after two that
 fill the cache and its memos.
 
     PYTHONPATH=src python bench/warm_make_beside_files.py [--repeats 9] [--names add ...]
@@ -27,6 +28,13 @@ import importlib.util, os, pathlib, sys, time
 import torch, ninetoothed, ninetoothed_ascend
 
 path = sys.argv[1]
+
+# Untimed, as in bench/warm_make.py: what any program that launches on a GPU
+# pays once, whichever call asks first (the CUDA runtime, Triton's driver).
+if torch.cuda.is_available():
+    import triton
+
+    triton.runtime.driver.active.get_current_device()
 """
     + CAPTURE
     + """
