@@ -6,8 +6,8 @@ such a script against a cache that earlier processes filled; the time is
 the first ``make`` of the process (wall clock), as ``warm first`` in
 ``bench/warm_make.py``, whose processes run with ``-c`` from a directory
 nothing writes to (on a GPU, the CUDA runtime and Triton's driver are
-started before the timer, as there). Medians over ``--repeats`` processes, after two that
-fill the cache and its memos.
+started before the timer, as there). Medians over ``--repeats``
+processes, after two that fill the cache and its memos.
 
     PYTHONPATH=src python bench/warm_make_beside_files.py [--repeats 9] [--names add ...]
 """
