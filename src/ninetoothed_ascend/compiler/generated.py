@@ -290,7 +290,12 @@ class GeneratedModule:
         :raises ValueError: ``call`` is not in the module.
         """
 
-        if not _insert_before(self.tree.body, call, statement):
+        # A launch is host code: the kernels, most of the module, are not
+        # searched for it.
+        kernels = {id(kernel) for kernel in self.kernels().values()}
+        body = [item for item in self.tree.body if id(item) not in kernels]
+
+        if not _insert_before(self.tree.body, call, statement, body):
             raise ValueError(f"the launch {ast.unparse(call)} is not in the module")
 
     def _host_nodes(self, kernels=None):
@@ -374,10 +379,13 @@ def _launched_name(node):
     return None
 
 
-def _insert_before(body, call, statement):
-    """Insert ``statement`` before the innermost statement of ``body`` that holds ``call``; whether one does."""
+def _insert_before(body, call, statement, searched=None):
+    """Insert ``statement`` before the innermost statement of ``body`` that holds ``call``; whether one does.
 
-    for index, item in enumerate(body):
+    ``searched``: the statements of ``body`` that may hold it (all when ``None``).
+    """
+
+    for item in body if searched is None else searched:
         if any(node is call for node in passes.walk(item)):
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(item, field, None)
@@ -385,7 +393,7 @@ def _insert_before(body, call, statement):
                 if isinstance(inner, list) and _insert_before(inner, call, statement):
                     return True
 
-            body.insert(index, statement)
+            body.insert(body.index(item), statement)
 
             return True
 
