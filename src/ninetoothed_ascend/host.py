@@ -70,12 +70,26 @@ def triton_package_is_ascend():
     :return: ``bool``, or ``None`` when no ``triton`` package is installed.
     """
 
+    backends = triton_backends_directory()
+
+    if backends is None:
+        return None
+
+    return (backends / "ascend").is_dir()
+
+
+def triton_backends_directory():
+    """The ``backends`` directory of the ``triton`` package that ``import triton`` finds, found without importing it.
+
+    :return: ``pathlib.Path``, or ``None`` when no ``triton`` package is installed.
+    """
+
     spec = importlib.util.find_spec("triton")
 
     if spec is None or spec.origin is None:
         return None
 
-    return (pathlib.Path(spec.origin).parent / "backends" / "ascend").is_dir()
+    return pathlib.Path(spec.origin).parent / "backends"
 
 
 def diagnose():

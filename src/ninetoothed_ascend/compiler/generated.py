@@ -290,28 +290,28 @@ class GeneratedModule:
         :raises ValueError: ``call`` is not in the module.
         """
 
-        # A launch is host code: the kernels, most of the module, are not
-        # searched for it.
-        kernels = {id(kernel) for kernel in self.kernels().values()}
-        body = [item for item in self.tree.body if id(item) not in kernels]
-
-        if not _insert_before(self.tree.body, call, statement, body):
+        if not _insert_before(self.tree.body, call, statement, self.host_statements()):
             raise ValueError(f"the launch {ast.unparse(call)} is not in the module")
 
     def _host_nodes(self, kernels=None):
-        """The nodes outside the kernels, in :func:`ast.walk`'s order.
+        """The nodes outside the kernels, in :func:`ast.walk`'s order (see :meth:`host_statements`)."""
+
+        return passes.walk(ast.Module(self.host_statements(kernels), []))
+
+    def host_statements(self, kernels=None):
+        """The module-level statements but the kernels (``kernels``, as :meth:`kernels` returns them, when the caller has it).
 
         Launches and autotuners are host code: a kernel launches nothing.
         Not walking the kernels, most of a module, made finding launches
-        several times cheaper.
+        several times cheaper, and inserting a launch's guard (flash
+        attention's ``FitUnifiedBuffer``: docs/benchmarks.md, "Session 15").
         """
 
         kernels = {id(kernel) for kernel in (kernels or self.kernels()).values()}
-        host = [
+
+        return [
             statement for statement in self.tree.body if id(statement) not in kernels
         ]
-
-        return passes.walk(ast.Module(host, []))
 
     def is_autotuned(self, node):
         """Whether ``node`` is ``triton.autotune(...)(kernel)``."""

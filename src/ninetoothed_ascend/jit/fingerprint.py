@@ -353,7 +353,7 @@ def _listed_directories():
 
     return (
         _metadata_directory(ninetoothed),
-        os.path.join(os.path.dirname(os.path.abspath(triton.__file__)), "backends"),
+        str(host.triton_backends_directory()),
     )
 
 

@@ -347,18 +347,11 @@ class FixAutotuneConfig(Pass):
             holder.value = holder.value.args[0]
             self.rewrote()
 
-        self._kernels = set(self.module.kernels().values())
-        self.generic_visit(node)
-
-        return node
-
-    def visit_FunctionDef(self, node):
-        # A kernel launches nothing: its launches are all in host code, and
-        # kernels are most of a module's nodes.
-        if node in self._kernels:
-            return node
-
-        self.generic_visit(node)
+        # Launches are host code: the kernels, most of the module, are not
+        # walked (while this pass runs before InterpretKernels, which leaves
+        # no ``triton.jit`` kernel to tell apart).
+        for statement in self.module.host_statements():
+            self.visit(statement)
 
         return node
 
