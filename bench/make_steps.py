@@ -3,7 +3,8 @@
 Fresh processes, as ``bench/warm_make.py`` runs them; each step is a
 function of the package, timed by a wrapper around it (wall clock, its calls
 in the process summed), medians over ``--repeats`` processes. ``cold``:
-an empty cache, ``make``, then ``handle.variant("cpu")``. ``warm``: the
+an empty cache, ``make`` (which builds the CPU variant on a host without a
+GPU or NPU), then ``handle.variant("cpu")``. ``warm``: the
 cache a previous process filled with all three variants, and the memos the
 process after it stored; the first ``make`` of the process. The wrappers
 add a few microseconds per call: compare steps, not totals, with

@@ -11,10 +11,12 @@ them. Per example and repeat, one process each for:
   ninetoothed-ascend uses then, since plain NineToothed cannot run on a
   machine without one;
 * cold ``make`` + the variant a call needs: an empty cache, ``make``, then
-  ``handle.variant(V)`` (the variant built, stored and imported), where V is
-  the device type a call makes here (``cuda``, ``npu``, else ``cpu``), or
-  ``--variant``'s (``npu`` stands for an Ascend host: building and importing
-  the NPU variant needs no NPU);
+  ``handle.variant(V)`` (the variant imported; ``make`` built and stored it),
+  where V is the device type a call most likely makes here
+  (``ninetoothed_ascend.host.likely_call_device_type``: ``cuda``, ``npu``,
+  else ``cpu``), or ``--variant``'s, which the measuring process then takes
+  for the likely one (``npu`` stands for an Ascend host: building and
+  importing the NPU variant needs no NPU);
 * cold ``make`` + all three variants: an empty cache, ``make``, then
   ``handle.build()`` (what ``warm`` does);
 * warm ``make``: the cache the previous process filled. ``first`` is the
@@ -116,12 +118,17 @@ if mode == "plain":
     print(json.dumps({"seconds": seconds}))
     sys.exit()
 
+from ninetoothed_ascend import host
+
+if wanted:
+    # The host whose calls are on ``wanted`` tensors, where ``make`` builds
+    # that variant itself (an Ascend host imports torch_npu).
+    host.likely_call_device_type = lambda: wanted
+
+device = host.likely_call_device_type()
 handle, make = timed(lambda: real[name](*args, **kwargs))
 
 if mode == "variant":
-    device = wanted or ("cuda" if cuda else (
-        "npu" if hasattr(torch, "npu") and torch.npu.is_available() else "cpu"
-    ))
     _, variant = timed(lambda: handle.variant(device))
     print(json.dumps({"seconds": make + variant, "device": device}))
 elif mode == "all":
@@ -170,8 +177,8 @@ def main():
     parser.add_argument(
         "--variant",
         choices=("cuda", "npu", "cpu"),
-        help="the variant built after a cold make (default: the one a call needs "
-        "here); npu stands for an Ascend host, whose first call needs the NPU "
+        help="the variant a call needs (default: the likely one here); make builds "
+        "it; npu stands for an Ascend host, whose first call needs the NPU "
         "variant (built without an NPU)",
     )
     arguments = parser.parse_args()

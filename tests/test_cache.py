@@ -275,7 +275,18 @@ def test_unwritable_cache_keeps_the_kernel_usable(tmp_path, monkeypatch):
     )
 
 
-def test_make_stores_the_cuda_variant_and_builds_the_others_at_first_use(cache_dir):
+@pytest.fixture
+def cuda_host(monkeypatch):
+    """A host whose calls are most likely CUDA calls: ``make`` builds NineToothed's source only."""
+
+    from ninetoothed_ascend import host
+
+    monkeypatch.setattr(host, "likely_call_device_type", lambda: "cuda")
+
+
+def test_make_stores_the_cuda_variant_and_builds_the_others_at_first_use(
+    cache_dir, cuda_host
+):
     import torch
     from helpers import load_example
 
@@ -298,6 +309,67 @@ def test_make_stores_the_cuda_variant_and_builds_the_others_at_first_use(cache_d
     stored = cache_module.Cache(cache_dir).load(kernel.key)
     assert stored.digests() == kernel.entry.digests()
     assert set(stored.digests()) == {"cuda", "npu", "cpu"}
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "npu"])
+def test_make_builds_the_variant_of_the_likely_device_in_the_same_cache_write(
+    cache_dir, monkeypatch, device_type
+):
+    import torch
+    from helpers import load_example
+
+    from ninetoothed_ascend import host
+
+    monkeypatch.setattr(host, "likely_call_device_type", lambda: device_type)
+    stores = []
+    store = cache_module.Cache.store
+
+    def counted_store(self, key, entry):
+        stores.append(sorted(entry.variants))
+        store(self, key, entry)
+
+    monkeypatch.setattr(cache_module.Cache, "store", counted_store)
+    module = load_example("add")
+    kernel = module.kernel
+
+    assert stores == [sorted({"cuda", device_type})]
+    stored = cache_module.Cache(cache_dir).load(kernel.key)
+    assert set(stored.variants) == {"cuda", device_type}
+    assert stored.digests() == kernel.entry.digests()
+    # What the checked variants' launches require is stored with them.
+    assert "requirements" in stored.launch
+
+    if device_type == "cpu":
+        input, other = module.inputs("cpu", torch.float32)
+        torch.testing.assert_close(module.launch(kernel, input, other), input + other)
+        # The call found its variant built: no second write.
+        assert len(stores) == 1
+
+
+def test_the_likely_device_type_follows_what_the_process_can_call_with(monkeypatch):
+    import sys
+
+    import torch
+
+    from ninetoothed_ascend import host
+
+    monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
+    monkeypatch.setattr(host, "_torch_npu_installed", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert host.likely_call_device_type() == "cpu"
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert host.likely_call_device_type() == "cuda"
+
+    monkeypatch.setitem(sys.modules, "torch_npu", object())
+    assert host.likely_call_device_type() == "npu"
+
+    # Installed, not imported yet: NPU calls, unless torch sees a GPU.
+    monkeypatch.delitem(sys.modules, "torch_npu")
+    monkeypatch.setattr(host, "_torch_npu_installed", lambda: True)
+    assert host.likely_call_device_type() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert host.likely_call_device_type() == "npu"
 
 
 def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
@@ -330,7 +402,7 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
 
 
 def test_a_checked_variant_reads_the_launch_requirements_from_its_pipelines_parse(
-    cache_dir, monkeypatch
+    cache_dir, cuda_host, monkeypatch
 ):
     """Building the CPU variant parses NineToothed's source once: the pipeline's parse also gives what its launches require."""
 
@@ -358,7 +430,7 @@ def test_a_checked_variant_reads_the_launch_requirements_from_its_pipelines_pars
 
 
 def test_launch_requirements_are_read_with_the_first_checked_variant(
-    cache_dir, monkeypatch
+    cache_dir, cuda_host, monkeypatch
 ):
     """``make`` leaves them out (a kernel that runs only its CUDA variant checks nothing); building the CPU variant stores them; an entry without them reads them at the first checked launch."""
 

@@ -11,10 +11,12 @@ requirements. :func:`diagnose` is what ``ninetoothed-ascend doctor`` reports.
 """
 
 import dataclasses
+import functools
 import importlib.metadata
 import importlib.util
 import pathlib
 import re
+import sys
 
 #: The distribution that owns ``import triton`` on an Ascend host.
 TRITON_ASCEND = "triton-ascend"
@@ -90,6 +92,41 @@ def triton_backends_directory():
         return None
 
     return pathlib.Path(spec.origin).parent / "backends"
+
+
+def likely_call_device_type():
+    """The device type the tensors of this process's kernel calls most likely have.
+
+    ``make`` builds that device's variant beside NineToothed's source, under
+    the same lock and in the same cache write, instead of at the first call
+    (issue 11: "make builds the variant the first call needs"; a second
+    transaction cost add about 1 ms of a 24.8 ms cold ``make`` + CPU
+    variant, ``bench/warm_make.py --names add``). Where the guess is wrong,
+    the first call builds its variant as before.
+
+    :return: ``"npu"`` where ``torch_npu`` is imported (torch has no ``npu``
+        device type without it, so a program that calls with NPU tensors has
+        imported it), ``"cuda"`` where torch sees a CUDA device, ``"npu"``
+        where ``torch_npu`` is installed (a library may make its kernels
+        before its program imports ``torch_npu``), else ``"cpu"``: a name of
+        ``ninetoothed_ascend.cache.VARIANT_NAMES``.
+    """
+
+    if "torch_npu" in sys.modules:
+        return "npu"
+
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+
+    return "npu" if _torch_npu_installed() else "cpu"
+
+
+@functools.cache
+def _torch_npu_installed():
+    # Found on ``sys.path`` without importing it (its import needs CANN).
+    return importlib.util.find_spec("torch_npu") is not None
 
 
 def diagnose():

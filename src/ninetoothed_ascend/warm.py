@@ -236,7 +236,8 @@ def _warm_module(payload, origin):
         else:
             _import_path(pathlib.Path(target))
 
-        # ``make`` built only NineToothed's source; warm builds every variant.
+        # ``make`` built NineToothed's source and at most one other variant;
+        # warm builds every variant.
         results = [_build_all(handle, record) for handle, record in made]
     except BaseException as error:  # SystemExit of a script counts as a failure too
         return [

@@ -10,6 +10,8 @@ The data path is one straight line: NineToothed kernel → generated Triton
 import dataclasses
 import warnings
 
+from ninetoothed_ascend import host
+
 # First: the adapter chooses where NineToothed keeps its generated files
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
@@ -29,7 +31,7 @@ from ninetoothed_ascend.jit.ninetoothed_adapter import (
     counters,
     generate_source,
 )
-from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, build_variants
+from ninetoothed_ascend.jit.variants import VARIANTS, build_variant
 from ninetoothed_ascend.runtime.dispatch import launch_facts, new_handle
 from ninetoothed_ascend.runtime.handle import (
     Handle,
@@ -55,8 +57,10 @@ def make(
     (the default) it returns a :class:`Handle` with CUDA, NPU and CPU
     variants, generated once and then reused from the disk cache, also by
     later processes. ``make`` generates NineToothed's source (the CUDA
-    variant); the NPU and CPU variants are built at their first use and
-    added to the cache entry (``warm`` builds all three ahead of time).
+    variant) and builds the variant of the device this process most likely
+    calls with (:func:`ninetoothed_ascend.host.likely_call_device_type`);
+    any other is built at its first use and added to the cache entry
+    (``warm`` builds all three ahead of time).
     Other callers ask NineToothed for ahead-of-time C sources, which have no
     NPU variant; they are passed to ``ninetoothed.make`` unchanged.
 
@@ -378,14 +382,16 @@ def _generate(annotated_application, options, properties, counters_before):
 
 
 def _entry(generated, counters_delta, all_variants=False):
-    # Only NineToothed's own source unless asked: the others are built at
-    # their first use (``Handle.build``).
+    # NineToothed's own source and the variant the first call most likely
+    # needs, unless asked for all: the others are built at their first use
+    # (``Handle.build``).
     launch = launch_facts(generated)
-    variants = (
-        build_variants(generated, launch)
-        if all_variants
-        else {"cuda": build_variant(generated, "cuda")}
-    )
+    names = VARIANTS if all_variants else {"cuda", host.likely_call_device_type()}
+    variants = {
+        name: build_variant(generated, name, launch)
+        for name in VARIANTS
+        if name in names
+    }
 
     return Entry(
         kernel_name=generated.kernel_name,

@@ -65,18 +65,6 @@ def build_variant(generated, name, launch=None):
     return Variant(rewritten.source, rewritten.rewrites)
 
 
-def build_variants(generated, launch=None):
-    """Build every variant of one kernel (:func:`build_variant` of each of :data:`VARIANTS`).
-
-    :param launch: as :func:`build_variant`.
-    :return: ``dict`` from each name in :data:`VARIANTS` to a
-        :class:`~ninetoothed_ascend.cache.Variant`; a variant that fails does
-        not affect the others.
-    """
-
-    return {name: build_variant(generated, name, launch) for name in VARIANTS}
-
-
 def emulated_variant(npu_source, kernel_name, device_type):
     """Derive the NPU variant emulated on ``device_type`` (:func:`ninetoothed_ascend.compiler.pipelines.emulate`).
 

@@ -5,8 +5,9 @@ variant) and the facts about its launch function read when it was generated
 (:attr:`~ninetoothed_ascend.cache.Entry.launch`): it runs no pass itself, and
 reads the source only for what its launches require of their arguments
 (:attr:`Handle.requirements`), once per entry, where the entry was made
-without the variants that check them. The NPU and CPU variants are built at
-their first use (a call with tensors of their device type, :meth:`Handle.source`,
+without the variants that check them. A variant the entry lacks (``make``
+builds the one of the device the process most likely calls with) is built
+at its first use (a call with tensors of its device type, :meth:`Handle.source`,
 :meth:`Handle.variant`, ...) by :mod:`~ninetoothed_ascend.jit.variants`, or
 all at once by :meth:`Handle.build` (``warm``), and added to the entry.
 """
@@ -47,8 +48,8 @@ class Handle:
     Calling the handle runs the variant for the device type of its tensor
     arguments: ``cuda`` tensors run the CUDA variant (NineToothed's own code),
     ``npu`` tensors the NPU variant (for triton-ascend), ``cpu`` tensors the
-    CPU variant (Triton's interpreter). Variants are built and imported at
-    their first use. The NPU and CPU variants' arguments are checked against
+    CPU variant (Triton's interpreter). Variants are imported at their first
+    use, and built then where the entry lacks them. The NPU and CPU variants' arguments are checked against
     what the arrangement requires (:mod:`ninetoothed_ascend.jit.arguments`,
     read from the entry). Arguments are those of NineToothed's launch
     function: the tensors in the order of the application's parameters, then
