@@ -99,10 +99,10 @@ def likely_call_device_type():
 
     ``make`` builds that device's variant beside NineToothed's source, under
     the same lock and in the same cache write, instead of at the first call
-    (issue 11: "make builds the variant the first call needs"; a second
-    transaction cost add about 1 ms of a 24.8 ms cold ``make`` + CPU
-    variant, ``bench/warm_make.py --names add``). Where the guess is wrong,
-    the first call builds its variant as before.
+    (issue 11: "make builds the variant the first call needs"; the second
+    transaction cost add's cold ``make`` + CPU variant 1 to 2 ms of 26,
+    ``bench/warm_make.py``, docs/benchmarks.md "Session 16"). Where the
+    guess is wrong, the first call builds its variant as before.
 
     :return: ``"npu"`` where ``torch_npu`` is imported (torch has no ``npu``
         device type without it, so a program that calls with NPU tensors has
