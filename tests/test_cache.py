@@ -346,6 +346,39 @@ def test_make_builds_the_variant_of_the_likely_device_in_the_same_cache_write(
         assert len(stores) == 1
 
 
+def test_a_likely_variant_that_cannot_be_built_at_make_is_left_to_its_first_use(
+    cache_dir, monkeypatch
+):
+    """What building it raises outside its pipeline (here the launch analysis) is raised at its first use, as before ``make`` built it; NineToothed's source is stored."""
+
+    from helpers import load_example
+
+    from ninetoothed_ascend import host
+    from ninetoothed_ascend.jit import variants
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("launch analysis broke")
+
+    working = variants.requirements_fact
+    monkeypatch.setattr(host, "likely_call_device_type", lambda: "cpu")
+    monkeypatch.setattr(variants, "requirements_fact", broken)
+    module = load_example("add")
+    kernel = module.kernel
+
+    assert list(kernel.entry.variants) == ["cuda"]
+    assert list(cache_module.Cache(cache_dir).load(kernel.key).variants) == ["cuda"]
+
+    with pytest.raises(RuntimeError, match="launch analysis broke"):
+        kernel.variant("cpu")
+
+    monkeypatch.setattr(variants, "requirements_fact", working)
+    assert "import triton.runtime.interpreter" in kernel.source("cpu")
+    assert set(cache_module.Cache(cache_dir).load(kernel.key).variants) == {
+        "cuda",
+        "cpu",
+    }
+
+
 def test_the_likely_device_type_follows_what_the_process_can_call_with(monkeypatch):
     import sys
 

@@ -8,6 +8,7 @@ The data path is one straight line: NineToothed kernel → generated Triton
 """
 
 import dataclasses
+import logging
 import warnings
 
 from ninetoothed_ascend import host
@@ -38,6 +39,8 @@ from ninetoothed_ascend.runtime.handle import (
     MixedDevicesError,
     VariantUnavailableError,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def make(
@@ -386,12 +389,28 @@ def _entry(generated, counters_delta, all_variants=False):
     # needs, unless asked for all: the others are built at their first use
     # (``Handle.build``).
     launch = launch_facts(generated)
-    names = VARIANTS if all_variants else {"cuda", host.likely_call_device_type()}
-    variants = {
-        name: build_variant(generated, name, launch)
-        for name in VARIANTS
-        if name in names
-    }
+
+    if all_variants:
+        variants = {name: build_variant(generated, name, launch) for name in VARIANTS}
+    else:
+        variants = {"cuda": build_variant(generated, "cuda")}
+        likely = host.likely_call_device_type()
+
+        if likely not in variants:
+            try:
+                variants[likely] = build_variant(generated, likely, launch)
+            except Exception as error:
+                # Ahead of its use, a variant must cost the kernel nothing:
+                # left out, it is built again where it is first used, and
+                # what it raises (a malformed SoC variable, ...) is raised
+                # there, as it was before make built it.
+                logger.info(
+                    "ninetoothed-ascend: the %s variant of kernel `%s` is built at "
+                    "its first use instead: %s",
+                    likely,
+                    generated.kernel_name,
+                    error,
+                )
 
     return Entry(
         kernel_name=generated.kernel_name,
