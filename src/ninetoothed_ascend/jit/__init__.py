@@ -400,10 +400,11 @@ def _entry(generated, counters_delta, all_variants=False):
             try:
                 variants[likely] = build_variant(generated, likely, launch)
             except Exception as error:
-                # Ahead of its use, a variant must cost the kernel nothing:
-                # left out, it is built again where it is first used, and
-                # what it raises (a malformed SoC variable, ...) is raised
-                # there, as it was before make built it.
+                # Built ahead of its use, a variant must not cost the kernel
+                # its make: left out, it is built again where it is first
+                # used, and what it raises outside its pipeline (a pass's
+                # failure is the variant's stored error) is raised there, as
+                # it was before make built it.
                 logger.info(
                     "ninetoothed-ascend: the %s variant of kernel `%s` is built at "
                     "its first use instead: %s",
