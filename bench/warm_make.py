@@ -232,7 +232,9 @@ def main():
             flush=True,
         )
 
-    print(f"\nvariant built after make: {device}; clock: {arguments.clock}")
+    print(
+        f"\nvariant a call needs (make builds it): {device}; clock: {arguments.clock}"
+    )
 
 
 if __name__ == "__main__":

@@ -49,11 +49,11 @@ class Handle:
     arguments: ``cuda`` tensors run the CUDA variant (NineToothed's own code),
     ``npu`` tensors the NPU variant (for triton-ascend), ``cpu`` tensors the
     CPU variant (Triton's interpreter). Variants are imported at their first
-    use, and built then where the entry lacks them. The NPU and CPU variants' arguments are checked against
-    what the arrangement requires (:mod:`ninetoothed_ascend.jit.arguments`,
-    read from the entry). Arguments are those of NineToothed's launch
-    function: the tensors in the order of the application's parameters, then
-    any non-tensor parameters.
+    use, and built then where the entry lacks them. The NPU and CPU
+    variants' arguments are checked against what the arrangement requires
+    (:mod:`ninetoothed_ascend.jit.arguments`, read from the entry).
+    Arguments are those of NineToothed's launch function: the tensors in the
+    order of the application's parameters, then any non-tensor parameters.
 
     :param kernel_name: ``str``.
     :param key: ``str``, the cache key (sha256 hex).
