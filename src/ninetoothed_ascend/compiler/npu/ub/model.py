@@ -39,10 +39,11 @@ The model (docs/ub.md has the derivation and its measured error):
 """
 
 import ast
-import collections
 import dataclasses
 import functools
 import math
+import operator
+import typing
 
 from ninetoothed_ascend.compiler.passes import find, resolve, same, structure, walk
 
@@ -173,8 +174,10 @@ class Footprint:
     layout_flags: frozenset = frozenset()
 
 
-@dataclasses.dataclass(frozen=True)
-class _Tile:
+class _Tile(typing.NamedTuple):
+    # A tuple rather than a frozen dataclass: a footprint makes thousands
+    # (flash attention's configs: 25,000), and a tuple is made in a third
+    # of the time.
     shape: tuple
     elem: int
     # A load's buffer is allocated ``copies`` times (double buffering).
@@ -247,8 +250,41 @@ class KernelModel:
         self.kernel = kernel
         self.aliases = aliases
         self.parameters = frozenset(argument.arg for argument in kernel.args.args)
-        # Per kind of fact, node (or sequence of statements) -> the fact.
-        self._facts = collections.defaultdict(dict)
+        # Node (or pair of nodes, sequence of statements) -> the fact. The
+        # kernel does not change while the model is in use, so a fact, once
+        # computed, holds for every footprint after it; asked for at every
+        # subexpression of every footprint (tens of thousands of times for
+        # flash attention's configs), a fact already known is one dict lookup.
+        self._names = _Facts(
+            lambda node: tuple(
+                child.id for child in walk(node) if isinstance(child, ast.Name)
+            )
+        )
+        self._calls = _Facts(
+            lambda node: any(isinstance(child, ast.Call) for child in walk(node))
+        )
+        self._structures = _Facts(structure)
+        self._same = _Facts(lambda pair: same(*pair))
+        self._targets = _Facts(_targets)
+        self._divisions = _Facts(
+            lambda node: tuple(
+                child
+                for child in walk(node)
+                if isinstance(child, ast.BinOp)
+                and isinstance(child.op, (ast.FloorDiv, ast.Mod))
+            )
+        )
+        self._layout_flags = _Facts(
+            lambda pointer: frozenset(
+                node.test.id
+                for node in walk(pointer)
+                if isinstance(node, ast.IfExp)
+                and isinstance(node.test, ast.Name)
+                and node.test.id in self.parameters
+            )
+        )
+        self._footprints = {}
+        self._last_uses = {}
 
     @functools.cached_property
     def hoists(self):
@@ -273,92 +309,70 @@ class KernelModel:
             contiguous,
         )
 
-        return self._once(
-            "footprint",
-            key,
-            lambda: _Model(self, constexprs, elem_sizes, multibuffer, contiguous).run(),
-        )
+        if key not in self._footprints:
+            self._footprints[key] = _Model(
+                self, constexprs, elem_sizes, multibuffer, contiguous
+            ).run()
+
+        return self._footprints[key]
 
     def structure(self, node):
         """:func:`~ninetoothed_ascend.compiler.passes.structure` of ``node``: equal for the same expression written twice."""
 
-        return self._once("structure", node, lambda: structure(node))
+        return self._structures[node]
 
     def same(self, first, second):
         """:func:`~ninetoothed_ascend.compiler.passes.same` of two nodes: the same expression written twice."""
 
-        return self._once("same", (first, second), lambda: same(first, second))
+        return self._same[first, second]
 
     def names(self, node):
         """The names ``node`` reads, in the order of ``ast.walk``."""
 
-        return self._once(
-            "names",
-            node,
-            lambda: tuple(
-                child.id for child in walk(node) if isinstance(child, ast.Name)
-            ),
-        )
+        return self._names[node]
 
     def calls(self, node):
         """Whether ``node`` contains a call."""
 
-        return self._once(
-            "calls",
-            node,
-            lambda: any(isinstance(child, ast.Call) for child in walk(node)),
-        )
+        return self._calls[node]
 
     def targets(self, statement):
         """:func:`_targets` of ``statement``."""
 
-        return self._once("targets", statement, lambda: _targets(statement))
+        return self._targets[statement]
 
     def divisions(self, node):
         """The ``//`` and ``%`` operations in ``node``."""
 
-        return self._once(
-            "divisions",
-            node,
-            lambda: tuple(
-                child
-                for child in walk(node)
-                if isinstance(child, ast.BinOp)
-                and isinstance(child.op, (ast.FloorDiv, ast.Mod))
-            ),
-        )
+        return self._divisions[node]
 
     def layout_flags(self, pointer):
         """The kernel parameters that choose between two address forms in ``pointer`` (``a if FLAG else b``)."""
 
-        return self._once(
-            "layout_flags",
-            pointer,
-            lambda: frozenset(
-                node.test.id
-                for node in walk(pointer)
-                if isinstance(node, ast.IfExp)
-                and isinstance(node.test, ast.Name)
-                and node.test.id in self.parameters
-            ),
-        )
+        return self._layout_flags[pointer]
 
     def last_uses(self, statements):
         """:func:`_last_uses` of ``statements`` (``[(statement, loop)]``)."""
 
         key = tuple(statement for statement, _ in statements)
 
-        return self._once("last_uses", key, lambda: _last_uses(statements))
+        if key not in self._last_uses:
+            self._last_uses[key] = _last_uses(statements)
 
-    def _once(self, kind, key, compute):
-        # The kernel does not change while the model is in use, so a fact,
-        # once computed, holds for every footprint after it.
-        facts = self._facts[kind]
+        return self._last_uses[key]
 
-        if key not in facts:
-            facts[key] = compute()
 
-        return facts[key]
+class _Facts(dict):
+    """Key -> ``compute(key)``, computed at the first lookup (``dict.__missing__``): a known fact costs a dict lookup, no call."""
+
+    def __init__(self, compute):
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key):
+        fact = self[key] = self.compute(key)
+
+        return fact
 
 
 class _Model:
@@ -918,9 +932,13 @@ class _Model:
 
         shape = None
 
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                shape = _broadcast(shape, self.shape_of(child))
+        # ``ast.iter_child_nodes``' children, in its order, without its generators.
+        for field in node._fields:
+            value = getattr(node, field, None)
+
+            for child in value if value.__class__ is list else (value,):
+                if isinstance(child, ast.expr):
+                    shape = _broadcast(shape, self.shape_of(child))
 
         return shape
 
@@ -1016,15 +1034,10 @@ class _Model:
 
         if isinstance(node, ast.BinOp):
             left, right = self.integer(node.left), self.integer(node.right)
-            operators = {
-                ast.Add: lambda: left + right,
-                ast.Sub: lambda: left - right,
-                ast.Mult: lambda: left * right,
-                ast.FloorDiv: lambda: left // right,
-            }
+            operator_ = _INTEGER_OPERATORS.get(type(node.op))
 
-            if type(node.op) in operators:
-                return operators[type(node.op)]()
+            if operator_ is not None:
+                return operator_(left, right)
 
         raise UnknownSize(ast.unparse(node))
 
@@ -1038,6 +1051,15 @@ class _Model:
             return DEFAULT_ELEM_BYTES
 
         return DTYPE_BYTES.get(name.rsplit(".", 1)[-1], DEFAULT_ELEM_BYTES)
+
+
+#: The operators :meth:`_Model.integer` evaluates, by ``ast`` operator class.
+_INTEGER_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
 
 
 def _flatten(body, loop, branch):
