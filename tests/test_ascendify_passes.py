@@ -284,6 +284,49 @@ def test_use_hf32_binds_operands_once_before_the_statement():
     )
 
 
+def test_use_hf32_binds_operands_before_their_statement_in_every_statement_list():
+    # Each ``dot`` is in another kind of statement list; its operands are
+    # bound just before the statement holding it, in that list.
+    source, count = rewrite(
+        UseHf32InDot,
+        """
+        import triton.language as tl
+        def kernel(p, flag):
+            if flag:
+                a = tl.dot(tl.load(p), b, input_precision="tf32")
+            else:
+                a = tl.dot(tl.load(p + 1), b, input_precision="tf32")
+            while flag:
+                a = tl.dot(tl.load(p + 2), b, input_precision="tf32")
+            with context:
+                a = tl.dot(tl.load(p + 3), b, input_precision="tf32")
+            try:
+                a = tl.dot(tl.load(p + 4), b, input_precision="tf32")
+            except ValueError:
+                a = tl.dot(tl.load(p + 5), b, input_precision="tf32")
+            finally:
+                a = tl.dot(tl.load(p + 6), b, input_precision="tf32")
+            return a
+        """,
+    )
+
+    assert count == 7
+    lines = source.splitlines()
+
+    for offset in ("p", "p + 1", "p + 2", "p + 3", "p + 4", "p + 5", "p + 6"):
+        (position,) = [
+            index
+            for index, line in enumerate(lines)
+            if line.endswith(f" = tl.load({offset})")
+        ]
+        binding, statement = lines[position], lines[position + 1]
+        indent = binding[: len(binding) - len(binding.lstrip())]
+        operand = binding.strip().split(" = ")[0]
+
+        assert operand.startswith("ninetoothed_ascend_dot_operand_")
+        assert statement.startswith(f"{indent}a = tl.dot({operand}, b, ")
+
+
 def test_use_hf32_keeps_ieee():
     assert_no_rewrite(
         UseHf32InDot,
