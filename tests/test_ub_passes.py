@@ -711,6 +711,33 @@ def test_fit_unified_buffer_chooses_what_measuring_every_combination_chooses(
     assert run_pipeline(source, NPU, target).source == pruned
 
 
+class _MeasuringEachLaunchSizeAfresh(FitUnifiedBuffer):
+    # Forgets, at each launch size, the block sizes that overflowed at a smaller one.
+    def choose(self, *args, overflowed=None, **kwargs):
+        return super().choose(*args, **kwargs)
+
+
+@pytest.mark.parametrize("ub_bytes", [196608, 65536])
+@pytest.mark.parametrize("name", ["flash_attention", "attention_optional_mask"])
+def test_fit_unified_buffer_chooses_what_measuring_each_launch_size_afresh_chooses(
+    name, ub_bytes
+):
+    # Block sizes that overflowed at a smaller launch size are not measured
+    # at a larger one; the NPU variant (its configs, pruner table and launch
+    # refusals) must be what measuring them gives. The smaller UB makes
+    # more of them overflow, and the launch sizes refused sooner.
+    source = shared_example(name).kernel.source("cuda")
+    target = Target(variant="npu", soc=Soc(ub_bytes=ub_bytes))
+    afresh = tuple(
+        _MeasuringEachLaunchSizeAfresh if pass_ is FitUnifiedBuffer else pass_
+        for pass_ in NPU
+    )
+    remembered = run_pipeline(source, NPU, target).source
+
+    assert "ninetoothed_fit_unified_buffer_" in remembered
+    assert run_pipeline(source, afresh, target).source == remembered
+
+
 @pytest.mark.parametrize("name", ["flash_attention", "conv2d", "matmul"])
 def test_one_kernel_model_gives_what_a_fresh_model_gives_for_each_set_of_values(
     name,

@@ -2,6 +2,7 @@
 
 import ast
 import itertools
+import math
 
 from ninetoothed_ascend.compiler.generated import (
     GeneratedModule,
@@ -171,6 +172,11 @@ class FitUnifiedBuffer(Pass):
 
         for contiguous in (True, False) if strides or flags else (True,):
             bound = MIN_LAUNCH_BOUND
+            # Block sizes that overflowed at a smaller launch size overflow at
+            # every larger one (the footprint grows with it): not measured
+            # again. Most of flash attention's footprints were of block sizes
+            # that overflowed, measured again at each launch size.
+            overflowed = set()
 
             while bound <= MAX_BLOCK_SIZE:
                 fixed = dict.fromkeys(launch_sized, bound) | dict.fromkeys(
@@ -185,6 +191,7 @@ class FitUnifiedBuffer(Pass):
                         fixed,
                         extend=not launch_sized,
                         contiguous=contiguous,
+                        overflowed=overflowed,
                     )
                 except RewriteError as error:
                     if contiguous and not table:
@@ -323,8 +330,25 @@ class FitUnifiedBuffer(Pass):
         self.module.insert_before_launch(call, check)
 
     def choose(
-        self, kernel, gpu_configs, budget, fixed=None, extend=True, contiguous=True
+        self,
+        kernel,
+        gpu_configs,
+        budget,
+        fixed=None,
+        extend=True,
+        contiguous=True,
+        overflowed=None,
     ):
+        """The block sizes of at most :data:`MAX_CONFIGS` configs of ``kernel`` that fit ``budget`` bytes, from small to large.
+
+        :param fixed: ``dict`` of the other constexpr values (a launch size,
+            layout flags), or ``None``.
+        :param overflowed: ``None``, or a ``set`` of block sizes (``tuple``,
+            in the order of ``gpu_configs``' names) known to overflow, which
+            are not measured; those found to overflow are added to it.
+        :raises RewriteError: none fits; names the smallest footprint.
+        """
+
         names = list(gpu_configs[0])
         values = {
             name: sorted({config[name] for config in gpu_configs}) for name in names
@@ -334,6 +358,23 @@ class FitUnifiedBuffer(Pass):
             return self.footprint(
                 kernel, sizes | (fixed or {}), contiguous=contiguous
             ).peak
+
+        def peak(sizes):
+            # More than any budget for block sizes known to overflow.
+            if overflowed is None:
+                return measure(sizes)
+
+            key = tuple(sizes.values())
+
+            if key in overflowed:
+                return math.inf
+
+            bytes_ = measure(sizes)
+
+            if bytes_ > budget:
+                overflowed.add(key)
+
+            return bytes_
 
         smallest = {name: values[name][0] for name in names}
 
@@ -346,14 +387,14 @@ class FitUnifiedBuffer(Pass):
 
                 values[name].append(values[name][-1] * 2)
 
-        fitting = _fitting(names, values, measure, budget)
+        fitting = _fitting(names, values, peak, budget)
 
         while not fitting and any(values[name][0] > 1 for name in names):
             for name in names:
                 if values[name][0] > 1:
                     values[name].insert(0, values[name][0] // 2)
 
-            fitting = _fitting(names, values, measure, budget)
+            fitting = _fitting(names, values, peak, budget)
 
         if not fitting:
             sizes = {name: values[name][0] for name in names}
