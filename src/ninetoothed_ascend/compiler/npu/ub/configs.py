@@ -343,12 +343,14 @@ class FitUnifiedBuffer(Pass):
 
         :param fixed: ``dict`` of the other constexpr values (a launch size,
             layout flags), or ``None``.
-        :param overflowed: ``None``, or a ``set`` of block sizes (``tuple``,
-            in the order of ``gpu_configs``' names) known to overflow, which
-            are not measured; those found to overflow are added to it.
+        :param overflowed: a ``set`` of block sizes (``tuple``, in the order
+            of ``gpu_configs``' names) known to overflow, which are not
+            measured; those found to overflow are added to it. ``None``: an
+            empty one.
         :raises RewriteError: none fits; names the smallest footprint.
         """
 
+        overflowed = set() if overflowed is None else overflowed
         names = list(gpu_configs[0])
         values = {
             name: sorted({config[name] for config in gpu_configs}) for name in names
@@ -361,9 +363,6 @@ class FitUnifiedBuffer(Pass):
 
         def peak(sizes):
             # More than any budget for block sizes known to overflow.
-            if overflowed is None:
-                return measure(sizes)
-
             key = tuple(sizes.values())
 
             if key in overflowed:
