@@ -138,10 +138,13 @@ def test_installed_packages_are_still_described_by_name():
 
 def _reference_package_digest(root):
     # The key's formula before the digest was read with ``os.scandir``:
-    # keys stay those of earlier caches.
+    # keys stay those of earlier caches, whose ``__pycache__`` directories
+    # held no ``*.py``.
     digest = hashlib.sha256()
 
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(
+        path for path in root.rglob("*.py") if "__pycache__" not in path.parts
+    ):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
 
@@ -150,14 +153,17 @@ def _reference_package_digest(root):
 
 def _source_tree(root):
     # Names that sort differently as paths than as strings ("a/..." after
-    # "a.py" as text, before it as a path), a hidden file, and a symbolic
-    # link to a directory, which ``rglob`` does not follow.
+    # "a.py" as text, before it as a path), a hidden file, a symbolic link to
+    # a directory, which ``rglob`` does not follow, and bytecode directories,
+    # which Python imports no source from.
     for name, text in {
         "a.py": "A = 1\n",
         "a/b.py": "B = 2\n",
         "a/.hidden.py": "H = 3\n",
         "z/c.py": "C = 4\n",
         "notes.txt": "not a source\n",
+        "__pycache__/a.cpython-311.pyc": "bytecode\n",
+        "a/__pycache__/stray.py": "S = 6\n",
     }.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,6 +201,20 @@ def test_the_environment_stamp_changes_with_any_source(tmp_path):
 
     (tree / "z" / "d.py").write_text("")
     assert environment_stamp(tree) not in (stamp, rewritten)
+
+
+def test_the_environment_stamp_ignores_bytecode_directories(tmp_path):
+    """Python writing bytecode beside the package's sources, in ``__pycache__``, keeps the stamp and the digest."""
+
+    tree = _source_tree(tmp_path / "package")
+    stamp, digest = environment_stamp(tree), package_digest(tree)
+
+    (tree / "a" / "__pycache__" / "b.cpython-311.pyc").write_text("bytecode\n")
+    (tree / "z" / "__pycache__").mkdir()
+    (tree / "z" / "__pycache__" / "c.py").write_text("C = 7\n")
+
+    assert environment_stamp(tree) == stamp
+    assert _reference_package_digest(tree) == digest
 
 
 def test_the_environment_stamp_ignores_directories_it_reads_nothing_from(
