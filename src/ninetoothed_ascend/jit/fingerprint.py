@@ -435,11 +435,7 @@ def _source_files(root):
                 if name.endswith(".py"):
                     found.append(((*parts, name), entry.path, entry.stat()))
 
-                if (
-                    name != "__pycache__"
-                    and entry.is_dir()
-                    and not entry.is_symlink()
-                ):
+                if name != "__pycache__" and entry.is_dir() and not entry.is_symlink():
                     scan(entry.path, (*parts, name))
 
     scan(root, ())
