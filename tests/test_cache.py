@@ -12,6 +12,7 @@ from conftest import EXAMPLE_PATHS
 from helpers import run_python
 
 from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend.host import likely_call_device_type
 from ninetoothed_ascend.jit.fingerprint import kernel_key
 
 KERNEL_SOURCE = """
@@ -206,13 +207,26 @@ def test_concurrent_generation_leaves_one_valid_entry(cache_dir):
         assert hashlib.sha256(source.read_bytes()).hexdigest() == source.stem
 
 
+def _stored_source(cache_dir, variant):
+    # The one entry's source file of ``variant``.
+    entry = json.loads(next((cache_dir / "kernels").glob("*.json")).read_text())
+
+    return cache_dir / "sources" / f"{entry['variants'][variant]['digest']}.py"
+
+
+def _tamper(path):
+    path.write_text(path.read_text() + "\nraise SystemExit('tampered')\n")
+
+
 @pytest.mark.parametrize("damage", ["source", "entry"])
 def test_damaged_cache_is_regenerated(cache_dir, damage):
     cold = run_python(MAKE_MATMUL, cache_dir)
 
     if damage == "source":
-        victim = next((cache_dir / "sources").glob("*.py"))
-        victim.write_text(victim.read_text() + "\nraise SystemExit('tampered')\n")
+        # NineToothed's source, which ``make`` reads and every other variant
+        # is built from (test_a_damaged_variant_is_built_again_from_ninetoothed_source
+        # damages another, read where it is first needed).
+        _tamper(_stored_source(cache_dir, "cuda"))
     else:
         victim = next((cache_dir / "kernels").glob("*.json"))
         victim.write_text("{ not json")
@@ -227,6 +241,39 @@ def test_damaged_cache_is_regenerated(cache_dir, damage):
 
     entry = json.loads(next((cache_dir / "kernels").glob("*.json")).read_text())
     assert entry["format"] == cache_module.FORMAT
+
+
+SOURCE_OF_MATMUL = f"""
+    import importlib, importlib.util, json
+    jit = importlib.import_module("ninetoothed_ascend.jit")
+    calls = []
+    generate = jit.generate_source
+    jit.generate_source = lambda *a, **k: calls.append(1) or generate(*a, **k)
+    spec = importlib.util.spec_from_file_location("matmul", {str(EXAMPLE_PATHS["matmul"])!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    variant = "{{variant}}"
+    module.kernel.variant(variant)  # imported: a tampered source would exit
+    print(json.dumps({{"generations": len(calls), "source": module.kernel.source(variant)}}))
+"""
+
+
+def test_a_damaged_variant_is_built_again_from_ninetoothed_source(cache_dir):
+    """A stored variant that fails its hash check, read where it is first needed, is built again from NineToothed's source (no generation), imported, and stored whole."""
+
+    # A variant ``make`` does not read: not the likely device's.
+    variant = next(name for name in ("npu", "cpu") if name != likely_call_device_type())
+    script = SOURCE_OF_MATMUL.replace("{variant}", variant)
+    cold = run_python(script, cache_dir)
+    victim = _stored_source(cache_dir, variant)
+    _tamper(victim)
+
+    again = run_python(script, cache_dir)
+
+    assert cold["generations"] == 1
+    assert again["generations"] == 0
+    assert again["source"] == cold["source"]
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == victim.stem
 
 
 def test_directory_precedence(tmp_path, monkeypatch):

@@ -467,10 +467,10 @@ class Cache:
 
         return filelock.FileLock(self._locks / f"{key}.lock")
 
-    def load(self, key, definition=None):
+    def load(self, key, definition=None, read=VARIANT_NAMES):
         """Return the :class:`Entry` stored for ``key``, or ``None``.
 
-        ``None`` also when the entry or any of its sources is missing,
+        ``None`` also when the entry or any source it reads is missing,
         unreadable, malformed (:func:`check_entry`), records another key (or
         another ``definition``, when given), or fails its hash check; the
         reason is logged.
@@ -478,10 +478,61 @@ class Cache:
         :param key: ``str``, the cache key.
         :param definition: ``str``, the definition digest the entry must
             record, or ``None`` not to check it.
+        :param read: the names of the variants whose sources are read and
+            checked now (default: all); the entry holds only those, and
+            :meth:`load_variant` reads another when it is needed. A ``make``
+            that finds its kernel reads what a cold one builds, NineToothed's
+            source and the variant the first call most likely needs: flash
+            attention's three sources are 115 KB each, and reading them all
+            took 0.5 to 0.8 ms of its ``make`` (docs/benchmarks.md, "Session
+            18").
         """
 
-        entry_path = self._kernels / f"{key}.json"
+        return self._guarded(
+            self.entry_path(key),
+            lambda stored: Entry(
+                kernel_name=stored["kernel_name"],
+                launch_name=stored["launch_name"],
+                variants={
+                    name: self._load_variant(record)
+                    for name, record in stored["variants"].items()
+                    if name in read
+                },
+                counters_delta=tuple(stored["counters_delta"]),
+                definition=stored["definition"],
+                launch=stored["launch"],
+            ),
+            key,
+            definition,
+        )
 
+    def load_variant(self, key, name, definition=None):
+        """Return variant ``name`` as stored for ``key`` (:class:`Variant`), or ``None``.
+
+        For an entry :meth:`load` returned without it. ``None`` where the
+        entry does not hold the variant, or where :meth:`load` would return
+        ``None`` for it (the reason is logged); the caller builds the
+        variant again then.
+
+        :param key: ``str``, the cache key.
+        :param name: ``str``, one of :data:`VARIANT_NAMES`.
+        :param definition: as :meth:`load`.
+        """
+
+        return self._guarded(
+            self.entry_path(key),
+            lambda stored: (
+                self._load_variant(stored["variants"][name])
+                if name in stored["variants"]
+                else None
+            ),
+            key,
+            definition,
+        )
+
+    def _guarded(self, entry_path, read, key, definition):
+        # ``read`` applied to the checked entry file, or None where the file
+        # or what ``read`` reads from it cannot be trusted or used.
         try:
             self._check_trusted(entry_path)
             stored = json.loads(entry_path.read_text(encoding="utf-8"))
@@ -490,26 +541,14 @@ class Cache:
             if definition is not None and stored["definition"] != definition:
                 raise EntryError("it records another definition digest")
 
-            variants = {
-                name: self._load_variant(record)
-                for name, record in stored["variants"].items()
-            }
-
-            return Entry(
-                kernel_name=stored["kernel_name"],
-                launch_name=stored["launch_name"],
-                variants=variants,
-                counters_delta=tuple(stored["counters_delta"]),
-                definition=stored["definition"],
-                launch=stored["launch"],
-            )
+            return read(stored)
         except FileNotFoundError:
             return None
         except UntrustedFileError as error:
             warnings.warn(
                 f"ninetoothed-ascend: not executing cached code: {error}; "
                 "the kernel is generated again and the entry rewritten.",
-                stacklevel=3,
+                stacklevel=4,
             )
 
             return None

@@ -317,7 +317,11 @@ def _load_or_build(
     cache = cache if cache is not None else Cache()
     key = environment_key(digest, memos)
 
-    entry = cache.load(key, digest)
+    # What a cold ``make`` builds (:func:`_entry`): NineToothed's source and
+    # the variant the first call most likely needs. The handle reads another
+    # where it is first needed.
+    read = ("cuda", host.likely_call_device_type())
+    entry = cache.load(key, digest, read)
     built = False
     stored = True
 
@@ -326,7 +330,7 @@ def _load_or_build(
 
     if entry is None:
         with cache.lock(key):
-            entry = cache.load(key, digest)
+            entry = cache.load(key, digest, read)
 
             if entry is None:
                 entry = dataclasses.replace(build(), definition=digest)

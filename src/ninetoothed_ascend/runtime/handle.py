@@ -293,9 +293,12 @@ class Handle:
 
     @property
     def entry(self):
-        """The :class:`~ninetoothed_ascend.cache.Entry` of this kernel: the variants built so far and the launch facts.
+        """The :class:`~ninetoothed_ascend.cache.Entry` of this kernel: the variants built or read so far and the launch facts.
 
-        Read it, do not change it; :meth:`build` adds variants.
+        A handle that ``make`` found in the cache holds what a cold ``make``
+        builds (NineToothed's source and the likely device's variant) and
+        reads another variant where it is first needed. Read the
+        entry, do not change it; :meth:`build` adds every variant asked for.
         """
 
         return self._entry
@@ -418,11 +421,24 @@ class Handle:
 
     def _built(self, name):
         _check_variant_name(name)
+        variants = self._entry.variants
 
-        if name not in self._entry.variants:
-            self.build((name,))
+        if name not in variants:
+            # Stored but not read yet (``make`` reads what it would build):
+            # read without the lock, since stored files are only ever
+            # replaced whole; built, under it, where it is not stored.
+            stored = (
+                self._cache.load_variant(self.key, name, self._entry.definition)
+                if self._cache is not None
+                else None
+            )
 
-        return self._entry.variants[name]
+            if stored is not None:
+                variants[name] = stored
+            else:
+                self.build((name,))
+
+        return variants[name]
 
     def _variant(self, name):
         variant = self._built(name)
