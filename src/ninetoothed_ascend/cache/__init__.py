@@ -10,8 +10,10 @@ Layout of a cache directory::
                                       by a stamp of what it was read from
 
 A source file is trusted only if the sha256 of its bytes equals its name; an
-entry whose JSON does not parse, or whose sources are missing or do not match,
-is treated as absent, so the kernel is generated again and the entry rewritten.
+entry whose JSON does not parse, or whose sources read with it are missing or
+do not match, is treated as absent, so the kernel is generated again and the
+entry rewritten; a variant read later (:meth:`Cache.load_variant`) that is
+missing or does not match is built again from NineToothed's source.
 Every file is written to a temporary name in the same directory and renamed
 into place, so a reader sees a whole file or none.
 
@@ -547,7 +549,7 @@ class Cache:
         except UntrustedFileError as error:
             warnings.warn(
                 f"ninetoothed-ascend: not executing cached code: {error}; "
-                "the kernel is generated again and the entry rewritten.",
+                "what it holds is built again and stored anew.",
                 stacklevel=4,
             )
 
