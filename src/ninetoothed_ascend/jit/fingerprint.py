@@ -421,8 +421,8 @@ def _source_files(root):
     (directories that are not symbolic links) and, like it, any entry whose
     name ends with ``.py``, except in ``__pycache__`` directories: Python
     imports no source from them, and listing the bytecode an installed
-    package keeps there took a third of the scan (0.59 ms, now 0.40: median
-    of 25 processes, docs/benchmarks.md, "Session 18").
+    package keeps there took a quarter of a process's first scan (0.52 ms,
+    now 0.39: median of 25 processes, docs/benchmarks.md, "Session 18").
     """
 
     found = []
