@@ -12,8 +12,8 @@ Layout of a cache directory::
 A source file is trusted only if the sha256 of its bytes equals its name; an
 entry whose JSON does not parse, or whose sources read with it are missing or
 do not match, is treated as absent, so the kernel is generated again and the
-entry rewritten; a variant read later (:meth:`Cache.load_variant`) that is
-missing or does not match is built again from NineToothed's source.
+entry rewritten; a variant read later (``Handle.build``) that is missing or
+does not match is built again from NineToothed's source.
 Every file is written to a temporary name in the same directory and renamed
 into place, so a reader sees a whole file or none.
 
@@ -481,60 +481,17 @@ class Cache:
         :param definition: ``str``, the definition digest the entry must
             record, or ``None`` not to check it.
         :param read: the names of the variants whose sources are read and
-            checked now (default: all); the entry holds only those, and
-            :meth:`load_variant` reads another when it is needed. A ``make``
-            that finds its kernel reads what a cold one builds, NineToothed's
-            source and the variant the first call most likely needs: flash
-            attention's three sources are 115 KB each, and reading them all
-            took 0.5 to 0.8 ms of its ``make`` (docs/benchmarks.md, "Session
-            18").
+            checked (default: all); the entry holds those of them it stores.
+            A ``make`` that finds its kernel reads what a cold one builds,
+            NineToothed's source and the variant the first call most likely
+            needs, and the handle reads another where it is first needed
+            (``Handle.build``): flash attention's three sources are 115 KB
+            each, and its warm cache load took 0.73 and 0.87 ms, now 0.55 and
+            0.57 (docs/benchmarks.md, "Session 18").
         """
 
-        return self._guarded(
-            self.entry_path(key),
-            lambda stored: Entry(
-                kernel_name=stored["kernel_name"],
-                launch_name=stored["launch_name"],
-                variants={
-                    name: self._load_variant(record)
-                    for name, record in stored["variants"].items()
-                    if name in read
-                },
-                counters_delta=tuple(stored["counters_delta"]),
-                definition=stored["definition"],
-                launch=stored["launch"],
-            ),
-            key,
-            definition,
-        )
+        entry_path = self._kernels / f"{key}.json"
 
-    def load_variant(self, key, name, definition=None):
-        """Return variant ``name`` as stored for ``key`` (:class:`Variant`), or ``None``.
-
-        For an entry :meth:`load` returned without it. ``None`` where the
-        entry does not hold the variant, or where :meth:`load` would return
-        ``None`` for it (the reason is logged); the caller builds the
-        variant again then.
-
-        :param key: ``str``, the cache key.
-        :param name: ``str``, one of :data:`VARIANT_NAMES`.
-        :param definition: as :meth:`load`.
-        """
-
-        return self._guarded(
-            self.entry_path(key),
-            lambda stored: (
-                self._load_variant(stored["variants"][name])
-                if name in stored["variants"]
-                else None
-            ),
-            key,
-            definition,
-        )
-
-    def _guarded(self, entry_path, read, key, definition):
-        # ``read`` applied to the checked entry file, or None where the file
-        # or what ``read`` reads from it cannot be trusted or used.
         try:
             self._check_trusted(entry_path)
             stored = json.loads(entry_path.read_text(encoding="utf-8"))
@@ -543,14 +500,27 @@ class Cache:
             if definition is not None and stored["definition"] != definition:
                 raise EntryError("it records another definition digest")
 
-            return read(stored)
+            variants = {
+                name: self._load_variant(record)
+                for name, record in stored["variants"].items()
+                if name in read
+            }
+
+            return Entry(
+                kernel_name=stored["kernel_name"],
+                launch_name=stored["launch_name"],
+                variants=variants,
+                counters_delta=tuple(stored["counters_delta"]),
+                definition=stored["definition"],
+                launch=stored["launch"],
+            )
         except FileNotFoundError:
             return None
         except UntrustedFileError as error:
             warnings.warn(
                 f"ninetoothed-ascend: not executing cached code: {error}; "
                 "what it holds is built again and stored anew.",
-                stacklevel=4,
+                stacklevel=3,
             )
 
             return None

@@ -306,9 +306,12 @@ class Handle:
     def build(self, names=VARIANTS, raise_store_errors=False, before_store=None):
         """Build the variants of ``names`` not built yet, and add them to the cache entry.
 
-        Under the kernel's lock: variants another process added meanwhile
-        are taken from the cache, not built again. A variant whose pipeline
-        fails is built as its error (raised when it is asked for).
+        A variant already stored is read, not built: first without the lock
+        (a handle that ``make`` found in the cache holds only what a cold
+        ``make`` builds), then under the kernel's lock, for variants another
+        process added meanwhile. One whose stored source is refused (hash,
+        trust) is built again from NineToothed's source. A variant whose
+        pipeline fails is built as its error (raised when it is asked for).
 
         :param names: iterable of variant names (default: all).
         :param raise_store_errors: ``True`` to raise when the entry cannot be
@@ -328,27 +331,23 @@ class Handle:
             _check_variant_name(name)
 
         variants = self._entry.variants
+        cache = self._cache
+
+        missing = tuple(name for name in names if name not in variants)
+
+        # Stored but not read yet (``make`` reads what it would build): read
+        # without the lock, since stored files are only ever replaced whole.
+        if missing and cache is not None:
+            self._take(cache.load(self.key, self._entry.definition, missing))
 
         if all(name in variants for name in names):
             return ()
 
-        cache = self._cache
-
         with cache.lock(self.key) if cache is not None else contextlib.nullcontext():
-            stored = cache.load(self.key, self._entry.definition) if cache else None
-
-            for name, variant in stored.variants.items() if stored else ():
-                variants.setdefault(name, variant)
-
-            if (
-                stored
-                and stored.launch
-                and "requirements" in stored.launch
-                and self._entry.launch is not None
-            ):
-                self._entry.launch.setdefault(
-                    "requirements", stored.launch["requirements"]
-                )
+            # Whatever another process stored meanwhile; and every stored
+            # variant, which the entry written below must keep.
+            if cache is not None:
+                self._take(cache.load(self.key, self._entry.definition, self._unread()))
 
             built = self._build_missing(names)
 
@@ -359,6 +358,25 @@ class Handle:
                 self._store(cache, built, raise_store_errors)
 
         return built
+
+    def _unread(self):
+        # The variants this handle holds no source or error of.
+        return tuple(name for name in VARIANTS if name not in self._entry.variants)
+
+    def _take(self, stored):
+        # What a stored entry (or ``None``) holds that this handle does not.
+        if stored is None:
+            return
+
+        for name, variant in stored.variants.items():
+            self._entry.variants.setdefault(name, variant)
+
+        if (
+            stored.launch
+            and "requirements" in stored.launch
+            and self._entry.launch is not None
+        ):
+            self._entry.launch.setdefault("requirements", stored.launch["requirements"])
 
     def _store(self, cache, built, raise_errors):
         try:
@@ -421,24 +439,11 @@ class Handle:
 
     def _built(self, name):
         _check_variant_name(name)
-        variants = self._entry.variants
 
-        if name not in variants:
-            # Stored but not read yet (``make`` reads what it would build):
-            # read without the lock, since stored files are only ever
-            # replaced whole; built, under it, where it is not stored.
-            stored = (
-                self._cache.load_variant(self.key, name, self._entry.definition)
-                if self._cache is not None
-                else None
-            )
+        if name not in self._entry.variants:
+            self.build((name,))
 
-            if stored is not None:
-                variants[name] = stored
-            else:
-                self.build((name,))
-
-        return variants[name]
+        return self._entry.variants[name]
 
     def _variant(self, name):
         variant = self._built(name)
