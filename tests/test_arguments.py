@@ -108,6 +108,19 @@ def test_the_cuda_variant_keeps_ninetoothed_behaviour_unless_asked(monkeypatch):
     [
         ("matmul", ((0, 2), (1, 2), (2, 2)), (((0, 0), (2, 0)),)),
         ("softmax", ((0, 2), (1, 2)), ()),
+        ("add", ((0, 1), (1, 1), (2, 1)), (((0, 0), (1, 0), (2, 0)),)),
+        # Offsets built from index variables several assignments deep, and
+        # two groups in one kernel.
+        (
+            "paged_attention",
+            ((0, 4), (1, 4), (2, 4), (3, 2), (4, 2), (6, 4)),
+            (((0, 0), (3, 0), (4, 0)),),
+        ),
+        (
+            "topk_topp_sampling",
+            ((0, 2), (1, 2), (2, 1), (3, 1), (4, 1), (5, 1)),
+            (((0, 0), (1, 0)), ((2, 0), (3, 0), (4, 0), (5, 0))),
+        ),
     ],
 )
 def test_requirements_are_read_from_the_generated_source(name, ndims, equal_sizes):

@@ -220,6 +220,33 @@ def test_structure_and_same_follow_ast_dumps_leaves_and_absent_fields():
         assert (structure(first) == structure(second)) == expected, ast.dump(first)
 
 
+def test_structure_with_replace_keys_a_node_as_its_replacement_would_be():
+    # Every ``x`` read stands for ``(y + 1) * x``, whose own ``x`` stays.
+    replacement = ast.parse("(y + 1) * x", mode="eval").body
+
+    def replace(node):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "x"
+            and node is not replacement.right
+        ):
+            return structure(replacement, replace)
+
+        return None
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return copy.deepcopy(replacement) if node.id == "x" else node
+
+    tree = ast.parse(MODULE)
+    substituted = Substitute().visit(ast.parse(MODULE))
+
+    assert structure(tree, replace) == structure(substituted)
+    assert structure(tree, replace) != structure(tree)
+    # Where ``replace`` keys nothing, nothing changes.
+    assert structure(tree, lambda node: None) == structure(tree)
+
+
 def test_stored_names_are_the_names_in_store_context_of_a_walk():
     tree = ast.parse(MODULE + "\n(w := 1)\nfor a, *b in []:\n    c.d = e[f] = 2\n")
     expected = {

@@ -599,7 +599,7 @@ def stored_names(tree):
     return {node.id for node in find(tree, ast.Name) if node.ctx.__class__ is ast.Store}
 
 
-def structure(node):
+def structure(node, replace=None):
     """A hashable key of ``node`` (an AST, a list of them, or a leaf value), equal for two nodes exactly where ``ast.dump`` is.
 
     For telling the same expression written twice apart from another (a
@@ -609,9 +609,21 @@ def structure(node):
     ``ast.dump`` writes it: ``1`` and ``1.0`` differ). Locations are not
     part of it, as they are not of ``ast.dump``'s text. Its ``repr`` is the
     same in every process.
+
+    :param replace: ``None``, or a callable given each AST node of ``node``
+        (``node`` included) before its fields: where it returns a key other
+        than ``None``, that key stands for the node, as the key of another
+        expression would (a name's key replaced by that of what it was
+        assigned), without building that expression.
     """
 
     if isinstance(node, ast.AST):
+        if replace is not None:
+            replaced = replace(node)
+
+            if replaced is not None:
+                return replaced
+
         key = [node.__class__]
 
         for field, optional in _fields_of(node.__class__):
@@ -620,12 +632,12 @@ def structure(node):
             if value is _ABSENT or (value is None and optional):
                 key.append(_ABSENT)
             else:
-                key.append(structure(value))
+                key.append(structure(value, replace))
 
         return tuple(key)
 
     if node.__class__ is list:
-        return tuple([structure(item) for item in node])
+        return tuple([structure(item, replace) for item in node])
 
     return repr(node)
 

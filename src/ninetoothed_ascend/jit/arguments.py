@@ -213,6 +213,7 @@ def _equal_sizes(kernel, sizes):
         and isinstance(node.targets[0], ast.Name)
     }
     groups = {}
+    keys = {}
 
     # The offsets compared by their fields (``structure``), not their text:
     # formatting them, and walking the kernel's every node in order to find
@@ -226,7 +227,7 @@ def _equal_sizes(kernel, sizes):
             and isinstance(node.comparators[0], ast.Name)
             and node.comparators[0].id in sizes
         ):
-            offsets = structure(_substituted(node.left, assigned, 0))
+            offsets = _offsets_key(node.left, assigned, keys)
             groups.setdefault(offsets, set()).add(sizes[node.comparators[0].id])
 
     return tuple(
@@ -238,36 +239,28 @@ def _equal_sizes(kernel, sizes):
     )
 
 
-def _substituted(node, assigned, depth):
-    # A new expression: ``node`` with the kernel's index variables replaced by
+def _offsets_key(node, assigned, keys, depth=0):
+    # ``structure`` of ``node`` with the kernel's index variables replaced by
     # what they were assigned, itself substituted one level deeper (bounded:
-    # generated index variables are a few levels deep). Names left as they
-    # are are shared, since the result is only compared; copying through
-    # ``ast.unparse`` and ``ast.parse`` took most of ``launch_facts``' time.
-    if isinstance(node, ast.Name):
-        value = assigned.get(node.id)
+    # generated index variables are a few levels deep). ``keys`` holds each
+    # variable's key per level, found once and shared by every comparison
+    # that reads it (a kernel's masks are built from the same few
+    # variables): building each substituted expression, then its key, took
+    # half of softmax's requirements (docs/benchmarks.md, "Session 19").
+    def replace(inner):
+        if inner.__class__ is not ast.Name or depth > 8 or inner.id not in assigned:
+            return None
 
-        if value is None or depth > 8:
-            return node
+        key = keys.get((inner.id, depth))
 
-        return _substituted(value, assigned, depth + 1)
+        if key is None:
+            key = keys[(inner.id, depth)] = _offsets_key(
+                assigned[inner.id], assigned, keys, depth + 1
+            )
 
-    fields = {}
+        return key
 
-    for field, value in ast.iter_fields(node):
-        if isinstance(value, list):
-            value = [
-                _substituted(item, assigned, depth)
-                if isinstance(item, ast.AST)
-                else item
-                for item in value
-            ]
-        elif isinstance(value, ast.AST):
-            value = _substituted(value, assigned, depth)
-
-        fields[field] = value
-
-    return type(node)(**fields)
+    return structure(node, replace)
 
 
 def requested(variant):
