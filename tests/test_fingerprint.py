@@ -310,16 +310,16 @@ def test_a_process_reads_the_environment_a_previous_one_stored(tmp_path):
 def test_the_environment_names_the_installed_versions_importlib_metadata_finds(
     tmp_path,
 ):
-    """NineToothed's version, read from the metadata directory beside its package, is what importlib.metadata reads; ``import triton``'s distribution is the one whose files it imports."""
+    """NineToothed's version, read from the metadata directory beside its package, is what importlib.metadata reads; ``import triton``'s distribution is the one whose files it imports; Python's version is ``platform``'s."""
 
     code = """
-        import importlib.metadata, json
+        import importlib.metadata, json, platform
         from ninetoothed_ascend import host
         from ninetoothed_ascend.jit import fingerprint
         environment = dict(fingerprint.environment())
         print(json.dumps([
-            environment["ninetoothed"],
-            importlib.metadata.version("ninetoothed"),
+            [environment["ninetoothed"], environment["python"]],
+            [importlib.metadata.version("ninetoothed"), platform.python_version()],
             sorted(environment),
             host.triton_package_is_ascend(),
         ]))
