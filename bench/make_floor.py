@@ -1,0 +1,155 @@
+"""How close a cold ``make`` + the variant a call needs can come to ``ninetoothed.make`` if its passes cost nothing.
+
+Fresh processes, as ``bench/warm_make.py`` runs them, one after another in
+each repeat, each timing the first call of its process:
+
+* ``ninetoothed.make``: plain NineToothed (its generation, its file written
+  and imported), under the stand-in device properties ninetoothed-ascend
+  uses without a GPU;
+* ``make`` + variant: an empty cache, ``make`` (which builds the variant a
+  call needs here, or ``--variant``'s), then ``handle.variant(V)``;
+* ``make`` with every pass of V's pipeline removed in the measuring process
+  (``pipelines.VARIANTS[V] = ()``), plus the import of the real variant
+  (the median of the previous mode's): what a ``make`` that stores a
+  rewritten variant pays whatever its passes cost. That is the cache key
+  (the definition and the environment, with the digest of this package's
+  sources), the lock, one parse of NineToothed's source with the launch
+  requirements read from it, one unparse, the store of NineToothed's
+  source, the variant and the entry, and the variant's import. The import
+  is taken from the real variant because NineToothed's source, which the
+  variant without passes is, imports differently (``triton.jit`` kernels).
+  A variant whose passes took no time could not be built faster than this.
+
+Medians over the repeats; ratios are the medians' ratios to
+``ninetoothed.make``; ``--clock cpu`` (the default) times the CPU time of
+the measuring process. For a host without a GPU: the variant a call needs
+is the CPU variant there, or with ``--variant npu`` the NPU variant, as on
+an Ascend host (built and imported without an NPU). On a CUDA host it is
+NineToothed's own source, which no pass rewrites.
+
+    PYTHONPATH=src python bench/make_floor.py [--repeats 11] [--names add ...]
+        [--clock cpu] [--variant cpu|npu]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from warm_make import CAPTURE, CLOCKS, EXAMPLES, NAMES
+
+MEASURE = (
+    """
+import importlib.util, json, sys, time
+import torch
+import ninetoothed
+import ninetoothed_ascend
+from ninetoothed_ascend import host
+from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.jit import ninetoothed_adapter
+
+path, mode, clock, wanted = sys.argv[1:]
+clock = getattr(time, clock)
+"""
+    + CAPTURE
+    + """
+if mode == "plain":
+    plain = lambda: getattr(ninetoothed, name)(*args, **kwargs)
+
+    with ninetoothed_ascend.disabled(), ninetoothed_adapter.driver_reporting(
+        ninetoothed_adapter.device_properties()
+    ):
+        start = clock()
+        plain()
+        print(json.dumps({"seconds": clock() - start}))
+
+    sys.exit()
+
+host.likely_call_device_type = lambda: wanted
+
+if mode == "floor":
+    pipelines.VARIANTS[wanted] = ()
+
+start = clock()
+handle = real[name](*args, **kwargs)
+made = clock()
+handle.variant(wanted)
+imported = clock()
+print(
+    json.dumps(
+        {
+            "seconds": imported - start,
+            "make": made - start,
+            "import": imported - made,
+            "rewrites": list(handle.rewrites(wanted)),
+        }
+    )
+)
+"""
+)
+
+MODES = ("plain", "variant", "floor")
+
+
+def measure(path, mode, clock, variant):
+    with tempfile.TemporaryDirectory() as cache:
+        completed = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(path), mode, CLOCKS[clock], variant],
+            env=os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--names", nargs="+", default=NAMES)
+    parser.add_argument("--clock", choices=CLOCKS, default="cpu")
+    parser.add_argument("--variant", choices=("cpu", "npu"), default="cpu")
+    arguments = parser.parse_args()
+
+    print(
+        f"| kernel | ninetoothed.make (ms) | make + {arguments.variant} variant (ms) "
+        "| ratio | no pass: make + the variant's import (ms) | ratio |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+
+    for name in arguments.names:
+        path = next(EXAMPLES.rglob(f"{name}.py"))
+        runs = {mode: [] for mode in (*MODES, "import")}
+
+        for _ in range(arguments.repeats):
+            for mode in MODES:
+                result = measure(path, mode, arguments.clock, arguments.variant)
+
+                if mode == "floor" and result["rewrites"]:
+                    raise AssertionError(f"{name}: a pass ran: {result['rewrites']}")
+
+                runs[mode].append(result["make" if mode == "floor" else "seconds"])
+
+                if mode == "variant":
+                    runs["import"].append(result["import"])
+
+        median = {
+            mode: statistics.median(values) * 1e3 for mode, values in runs.items()
+        }
+        median["floor"] += median["import"]
+        print(
+            f"| {name} | {median['plain']:.1f} | {median['variant']:.1f} "
+            f"| {median['variant'] / median['plain']:.2f}x | {median['floor']:.1f} "
+            f"| {median['floor'] / median['plain']:.2f}x |",
+            flush=True,
+        )
+
+    print(f"\nclock: {arguments.clock}")
+
+
+if __name__ == "__main__":
+    main()
