@@ -32,14 +32,10 @@ NineToothed's own source, which no pass rewrites.
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-from warm_make import CAPTURE, CLOCKS, EXAMPLES, NAMES
+from warm_make import CAPTURE, CLOCKS, EXAMPLES, NAMES, run_measurement
 
 MEASURE = (
     """
@@ -96,15 +92,9 @@ MODES = ("plain", "variant", "floor")
 
 def measure(path, mode, clock, variant):
     with tempfile.TemporaryDirectory() as cache:
-        completed = subprocess.run(
-            [sys.executable, "-c", MEASURE, str(path), mode, CLOCKS[clock], variant],
-            env=os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache},
-            capture_output=True,
-            text=True,
-            check=True,
+        return run_measurement(
+            MEASURE, (str(path), mode, CLOCKS[clock], variant), cache
         )
-
-    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 def main():

@@ -14,14 +14,10 @@ add a few microseconds per call: compare steps, not totals, with
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-from warm_make import CAPTURE, EXAMPLES, NAMES
+from warm_make import CAPTURE, EXAMPLES, NAMES, run_measurement
 
 MEASURE = (
     """
@@ -88,16 +84,7 @@ print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
 
 
 def measure(path, mode, cache_dir):
-    env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir)}
-    completed = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-
-    return json.loads(completed.stdout.splitlines()[-1])
+    return run_measurement(MEASURE, (str(path), mode), cache_dir)
 
 
 def main():

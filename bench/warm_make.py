@@ -141,26 +141,26 @@ else:
 )
 
 
-def measure(path, mode, cache_dir, clock, time_process_start, variant=None):
-    env = os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": cache_dir}
+def run_measurement(code, arguments, cache_dir):
+    """Run ``code`` in a fresh Python process with ``arguments`` (``str``) and cache directory ``cache_dir``; return the JSON its last line prints."""
+
     completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            MEASURE,
-            str(path),
-            mode,
-            CLOCKS[clock],
-            str(int(time_process_start)),
-            variant or "",
-        ],
-        env=env,
+        [sys.executable, "-c", code, *arguments],
+        env=os.environ | {"NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir)},
         capture_output=True,
         text=True,
         check=True,
     )
 
     return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def measure(path, mode, cache_dir, clock, time_process_start, variant=None):
+    return run_measurement(
+        MEASURE,
+        (str(path), mode, CLOCKS[clock], str(int(time_process_start)), variant or ""),
+        cache_dir,
+    )
 
 
 def main():
