@@ -40,7 +40,7 @@ def main():
     def measure(tree, path, mode, cache_dir):
         os.environ["PYTHONPATH"] = str(tree)
 
-        return warm_make.measure(path, mode, cache_dir, arguments.clock)
+        return warm_make.measure(path, mode, cache_dir, arguments.clock, False)
 
     print(
         "| kernel | tree | ninetoothed.make (ms) | make + variant (ms) | ratio "
