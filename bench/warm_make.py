@@ -32,11 +32,19 @@ driver (about 15 ms, two subprocesses). Timed, they went to whichever
 this script did until 2026-11-24). Without a GPU there is none of them, as
 with the stand-in driver issue 11's figures were measured under.
 
+With ``--after NAME``, each measuring process first makes the example
+NAME, untimed (with the variant a call needs; with ``ninetoothed.make`` in
+the plain mode), and the kernel timed is the process's second: what a
+library that makes many kernels pays for each after its first, without
+what a process pays once (the environment's digest in the key, the cache's
+directories, first calls into libraries). In the warm mode NAME is found
+in the cache too, since the process that filled it made it first as well.
+
 Medians over the repeats; ratios are the medians' ratios. ``--clock cpu``
 times the CPU time of the measuring process instead of the elapsed time.
 
     python bench/warm_make.py [--repeats 5] [--names add matmul ...] [--clock cpu]
-        [--time-process-start] [--variant cuda|npu|cpu]
+        [--time-process-start] [--variant cuda|npu|cpu] [--after NAME]
 """
 
 import argparse
@@ -54,26 +62,35 @@ NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
 #: (steadier on a machine that other work shares; excludes waiting on I/O).
 CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 
-#: Code that runs the example module at ``path`` with ``make``/``jit``
-#: captured, leaving ``real`` (the functions), ``name``, ``args`` and
-#: ``kwargs`` of its one call (also ``bench/make_steps.py``'s).
-CAPTURE = """
-captured = []
-
-def stub(name):
-    def capture(*args, **kwargs):
-        captured.append((name, args, kwargs))
-    return capture
-
+#: Code that defines ``captured_call(path)``, which runs the example module at
+#: ``path`` with ``make``/``jit`` captured and returns the ``(name, args,
+#: kwargs)`` of its one call, and ``real`` (the functions).
+CAPTURE_CALL = """
 real = {name: getattr(ninetoothed_ascend, name) for name in ("make", "jit")}
-for name in real:
-    setattr(ninetoothed_ascend, name, stub(name))
-spec = importlib.util.spec_from_file_location("example", path)
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-for name, function in real.items():
-    setattr(ninetoothed_ascend, name, function)
-(name, args, kwargs), = captured
+
+
+def captured_call(path):
+    captured = []
+
+    def stub(name):
+        def capture(*args, **kwargs):
+            captured.append((name, args, kwargs))
+        return capture
+
+    for name in real:
+        setattr(ninetoothed_ascend, name, stub(name))
+    spec = importlib.util.spec_from_file_location("example", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    for name, function in real.items():
+        setattr(ninetoothed_ascend, name, function)
+    (call,) = captured
+    return call
 """
+
+#: :data:`CAPTURE_CALL`, then ``name``, ``args`` and ``kwargs`` of the call
+#: of the example module at ``path`` (also ``bench/make_steps.py``'s and
+#: ``bench/make_floor.py``'s).
+CAPTURE = CAPTURE_CALL + "name, args, kwargs = captured_call(path)\n"
 
 MEASURE = (
     """
@@ -81,9 +98,10 @@ import importlib.util, json, sys, time
 import torch
 import ninetoothed
 import ninetoothed_ascend
+from ninetoothed_ascend import host
 from ninetoothed_ascend.jit import ninetoothed_adapter
 
-path, mode, clock, time_process_start, wanted = sys.argv[1:]
+path, mode, clock, time_process_start, wanted, after = sys.argv[1:]
 clock = getattr(time, clock)
 time_process_start = time_process_start == "1"
 # Untimed: any CUDA program starts the CUDA runtime once (about 0.18 s on an
@@ -96,29 +114,6 @@ if cuda and not time_process_start:
     import triton
 
     triton.runtime.driver.active.get_current_device()
-"""
-    + CAPTURE
-    + """
-def timed(function):
-    start = clock()
-    result = function()
-    return result, clock() - start
-
-if mode == "plain":
-    plain = lambda: getattr(ninetoothed, name)(*args, **kwargs)
-
-    with ninetoothed_ascend.disabled():
-        if cuda:  # NineToothed asks the GPU's driver itself
-            _, seconds = timed(plain)
-        else:
-            with ninetoothed_adapter.driver_reporting(
-                ninetoothed_adapter.device_properties()
-            ):
-                _, seconds = timed(plain)
-    print(json.dumps({"seconds": seconds}))
-    sys.exit()
-
-from ninetoothed_ascend import host
 
 if wanted:
     # The host whose calls are on ``wanted`` tensors, where ``make`` builds
@@ -126,6 +121,46 @@ if wanted:
     host.likely_call_device_type = lambda: wanted
 
 device = host.likely_call_device_type()
+"""
+    + CAPTURE_CALL
+    + """
+def timed(function):
+    start = clock()
+    result = function()
+    return result, clock() - start
+
+
+def plain(name, args, kwargs):
+    # ``ninetoothed.make`` timed, the setting of the stage around it not.
+    make = lambda: getattr(ninetoothed, name)(*args, **kwargs)
+
+    with ninetoothed_ascend.disabled():
+        if cuda:  # NineToothed asks the GPU's driver itself
+            return timed(make)
+
+        with ninetoothed_adapter.driver_reporting(
+            ninetoothed_adapter.device_properties()
+        ):
+            return timed(make)
+
+
+if after:
+    # Another kernel first, untimed, as a library makes its kernels one after
+    # another: what a process pays once is paid before the timer.
+    other = captured_call(after)
+
+    if mode == "plain":
+        plain(*other)
+    else:
+        real[other[0]](*other[1], **other[2]).variant(device)
+
+name, args, kwargs = captured_call(path)
+
+if mode == "plain":
+    _, seconds = plain(name, args, kwargs)
+    print(json.dumps({"seconds": seconds}))
+    sys.exit()
+
 handle, make = timed(lambda: real[name](*args, **kwargs))
 
 if mode == "variant":
@@ -155,10 +190,17 @@ def run_measurement(code, arguments, cache_dir):
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def measure(path, mode, cache_dir, clock, time_process_start, variant=None):
+def measure(path, mode, cache_dir, clock, time_process_start, variant=None, after=None):
     return run_measurement(
         MEASURE,
-        (str(path), mode, CLOCKS[clock], str(int(time_process_start)), variant or ""),
+        (
+            str(path),
+            mode,
+            CLOCKS[clock],
+            str(int(time_process_start)),
+            variant or "",
+            str(after or ""),
+        ),
         cache_dir,
     )
 
@@ -181,7 +223,15 @@ def main():
         "it; npu stands for an Ascend host, whose first call needs the NPU "
         "variant (built without an NPU)",
     )
+    parser.add_argument(
+        "--after",
+        metavar="NAME",
+        help="an example each measuring process makes first, untimed (with its "
+        "variant; plain NineToothed's make in the plain mode): the cost of a "
+        "kernel after the first of a process",
+    )
     arguments = parser.parse_args()
+    after = next(EXAMPLES.rglob(f"{arguments.after}.py")) if arguments.after else None
 
     print(
         "| kernel | ninetoothed.make (ms) | make + variant (ms) | ratio "
@@ -206,14 +256,24 @@ def main():
                             arguments.clock,
                             start,
                             arguments.variant,
+                            after,
                         )
                     runs[mode].append(result["seconds"])
                     device = result.get("device", device)
 
                 if repeat == 0:
-                    measure(path, "variant", warm_cache, arguments.clock, start)
+                    measure(
+                        path,
+                        "variant",
+                        warm_cache,
+                        arguments.clock,
+                        start,
+                        after=after,
+                    )
 
-                result = measure(path, "warm", warm_cache, arguments.clock, start)
+                result = measure(
+                    path, "warm", warm_cache, arguments.clock, start, after=after
+                )
                 runs["warm"].append(result["seconds"])
 
                 if repeat > 0:  # the first warm run made the second kernel
@@ -234,6 +294,7 @@ def main():
 
     print(
         f"\nvariant a call needs (make builds it): {device}; clock: {arguments.clock}"
+        + (f"; each process made {arguments.after} first" if after else "")
     )
 
 
