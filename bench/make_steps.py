@@ -6,18 +6,22 @@ in the process summed), medians over ``--repeats`` processes. ``cold``:
 an empty cache, ``make`` (which builds the CPU variant on a host without a
 GPU or NPU), then ``handle.variant("cpu")``. ``warm``: the
 cache a previous process filled with all three variants, and the memos the
-process after it stored; the first ``make`` of the process. The wrappers
-add a few microseconds per call: compare steps, not totals, with
+process after it stored; the first ``make`` of the process. With ``--after
+NAME``, each process first makes the example NAME, untimed, as
+``bench/warm_make.py --after`` does: the steps of a process's second
+kernel, without what a process pays once. The wrappers add a few
+microseconds per call: compare steps, not totals, with
 ``bench/warm_make.py``.
 
     PYTHONPATH=src python bench/make_steps.py [--mode cold|warm] [--names add ...] [--repeats 9]
+        [--after NAME]
 """
 
 import argparse
 import statistics
 import tempfile
 
-from warm_make import CAPTURE, EXAMPLES, NAMES, run_measurement
+from warm_make import CAPTURE_CALL, EXAMPLES, NAMES, run_measurement
 
 MEASURE = (
     """
@@ -31,7 +35,7 @@ from ninetoothed_ascend.runtime import handle
 
 # The subpackage, not the decorator the package exports under its name.
 jit = sys.modules["ninetoothed_ascend.jit"]
-path, mode = sys.argv[1:]
+path, mode, after = sys.argv[1:]
 steps = {}
 
 def timed(owner, name, step):
@@ -64,9 +68,22 @@ timed(runtime, "interpreted", "interpreted triton.language functions")
 timed(variants, "run_pipeline", "CPU pipeline")
 timed(handle, "import_variant", "import of the variant")
 timed(jit, "new_handle", "new handle")
+timed(cache, "make_directory", "cache directories")
+import filelock
+
+timed(filelock.FileLock, "__enter__", "lock acquire")
+timed(filelock.FileLock, "__exit__", "lock release")
 """
-    + CAPTURE
-    + """steps.clear()
+    + CAPTURE_CALL
+    + """
+if after:
+    # Another kernel first, as bench/warm_make.py --after makes it.
+    other, other_args, other_kwargs = captured_call(after)
+    made = real[other](*other_args, **other_kwargs)
+    made.variant("cpu") if mode == "cold" else made.build()
+
+name, args, kwargs = captured_call(path)
+steps.clear()
 start = time.perf_counter()
 kernel = real[name](*args, **kwargs)
 steps["make"] = time.perf_counter() - start
@@ -83,8 +100,8 @@ print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
 )
 
 
-def measure(path, mode, cache_dir):
-    return run_measurement(MEASURE, (str(path), mode), cache_dir)
+def measure(path, mode, cache_dir, after=None):
+    return run_measurement(MEASURE, (str(path), mode, str(after or "")), cache_dir)
 
 
 def main():
@@ -92,7 +109,14 @@ def main():
     parser.add_argument("--mode", choices=("cold", "warm"), default="cold")
     parser.add_argument("--names", nargs="+", default=NAMES)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument(
+        "--after",
+        metavar="NAME",
+        help="an example each process makes first (with the CPU variant, or all "
+        "three when filling the warm cache), so the kernel timed is its second",
+    )
     options = parser.parse_args()
+    after = next(EXAMPLES.rglob(f"{options.after}.py")) if options.after else None
     columns = {}
 
     for name in options.names:
@@ -101,15 +125,15 @@ def main():
 
         with tempfile.TemporaryDirectory() as directory:
             if options.mode == "warm":
-                measure(path, "fill", directory)
-                measure(path, "warm", directory)  # stores the memos
+                measure(path, "fill", directory, after)
+                measure(path, "warm", directory, after)  # stores the memos
 
             for _ in range(options.repeats):
                 if options.mode == "cold":
                     with tempfile.TemporaryDirectory() as empty:
-                        runs.append(measure(path, "cold", empty))
+                        runs.append(measure(path, "cold", empty, after))
                 else:
-                    runs.append(measure(path, "warm", directory))
+                    runs.append(measure(path, "warm", directory, after))
 
         columns[name] = {
             step: statistics.median(run.get(step, 0.0) for run in runs)

@@ -88,8 +88,8 @@ def captured_call(path):
 """
 
 #: :data:`CAPTURE_CALL`, then ``name``, ``args`` and ``kwargs`` of the call
-#: of the example module at ``path`` (also ``bench/make_steps.py``'s and
-#: ``bench/make_floor.py``'s).
+#: of the example module at ``path`` (also ``bench/make_floor.py``.s and
+#: ``bench/warm_make_beside_files.py``.s).
 CAPTURE = CAPTURE_CALL + "name, args, kwargs = captured_call(path)\n"
 
 MEASURE = (
