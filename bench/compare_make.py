@@ -49,7 +49,7 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | ---: |")
 
     for name in arguments.names:
-        path = next(warm_make.EXAMPLES.rglob(f"{name}.py"))
+        path = warm_make.example_path(name)
         runs = {tree: {mode: [] for mode in MODES} for tree in trees}
 
         with tempfile.TemporaryDirectory() as warm_caches:

@@ -35,7 +35,14 @@ import argparse
 import statistics
 import tempfile
 
-from warm_make import CAPTURE, CLOCKS, EXAMPLES, NAMES, run_measurement
+from warm_make import (
+    CAPTURE,
+    CLOCKS,
+    NAMES,
+    PLAIN_MAKE,
+    example_path,
+    run_measurement,
+)
 
 MEASURE = (
     """
@@ -49,19 +56,14 @@ from ninetoothed_ascend.jit import ninetoothed_adapter
 
 path, mode, clock, wanted = sys.argv[1:]
 clock = getattr(time, clock)
+cuda = torch.cuda.is_available()
 """
     + CAPTURE
+    + PLAIN_MAKE
     + """
 if mode == "plain":
-    plain = lambda: getattr(ninetoothed, name)(*args, **kwargs)
-
-    with ninetoothed_ascend.disabled(), ninetoothed_adapter.driver_reporting(
-        ninetoothed_adapter.device_properties()
-    ):
-        start = clock()
-        plain()
-        print(json.dumps({"seconds": clock() - start}))
-
+    _, seconds = plain(name, args, kwargs)
+    print(json.dumps({"seconds": seconds}))
     sys.exit()
 
 host.likely_call_device_type = lambda: wanted
@@ -112,7 +114,7 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
 
     for name in arguments.names:
-        path = next(EXAMPLES.rglob(f"{name}.py"))
+        path = example_path(name)
         runs = {mode: [] for mode in (*MODES, "import")}
 
         for _ in range(arguments.repeats):

@@ -21,7 +21,7 @@ import argparse
 import statistics
 import tempfile
 
-from warm_make import CAPTURE_CALL, EXAMPLES, NAMES, run_measurement
+from warm_make import CAPTURE_CALL, NAMES, example_path, run_measurement
 
 MEASURE = (
     """
@@ -80,7 +80,11 @@ if after:
     # Another kernel first, as bench/warm_make.py --after makes it.
     other, other_args, other_kwargs = captured_call(after)
     made = real[other](*other_args, **other_kwargs)
-    made.variant("cpu") if mode == "cold" else made.build()
+
+    if mode == "cold":
+        made.variant("cpu")
+    else:
+        made.build()
 
 name, args, kwargs = captured_call(path)
 steps.clear()
@@ -116,11 +120,11 @@ def main():
         "three when filling the warm cache), so the kernel timed is its second",
     )
     options = parser.parse_args()
-    after = next(EXAMPLES.rglob(f"{options.after}.py")) if options.after else None
+    after = example_path(options.after) if options.after else None
     columns = {}
 
     for name in options.names:
-        path = next(EXAMPLES.rglob(f"{name}.py"))
+        path = example_path(name)
         runs = []
 
         with tempfile.TemporaryDirectory() as directory:

@@ -58,6 +58,19 @@ import tempfile
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("add", "softmax", "rms_norm", "matmul", "flash_attention")
+
+
+def example_path(name):
+    """The example module ``examples/**/<name>.py`` (``pathlib.Path``); ``SystemExit`` naming ``name`` where there is none."""
+
+    found = next(EXAMPLES.rglob(f"{name}.py"), None)
+
+    if found is None:
+        raise SystemExit(f"no example named {name!r} under {EXAMPLES}")
+
+    return found
+
+
 #: ``--clock``: elapsed time, or the CPU time of the measuring process alone
 #: (steadier on a machine that other work shares; excludes waiting on I/O).
 CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
@@ -85,6 +98,34 @@ def captured_call(path):
         setattr(ninetoothed_ascend, name, function)
     (call,) = captured
     return call
+"""
+
+#: Code that defines ``timed(function)`` (``(result, seconds)`` by the
+#: measuring process's ``clock``) and ``plain(name, args, kwargs)``, which
+#: times ``ninetoothed.make`` (or ``jit``) alone, as plain NineToothed runs
+#: it: with the GPU's own driver where ``cuda``, else under the stand-in
+#: device properties ninetoothed-ascend uses without a GPU (also
+#: ``bench/make_floor.py``'s).
+PLAIN_MAKE = """
+def timed(function):
+    start = clock()
+    result = function()
+    return result, clock() - start
+
+
+def plain(name, args, kwargs):
+    # ``ninetoothed.make`` timed, the setting of the stage around it not.
+    make = lambda: getattr(ninetoothed, name)(*args, **kwargs)
+
+    with ninetoothed_ascend.disabled():
+        if cuda:  # NineToothed asks the GPU's driver itself
+            return timed(make)
+
+        with ninetoothed_adapter.driver_reporting(
+            ninetoothed_adapter.device_properties()
+        ):
+            return timed(make)
+
 """
 
 #: :data:`CAPTURE_CALL`, then ``name``, ``args`` and ``kwargs`` of the call
@@ -123,27 +164,8 @@ if wanted:
 device = host.likely_call_device_type()
 """
     + CAPTURE_CALL
+    + PLAIN_MAKE
     + """
-def timed(function):
-    start = clock()
-    result = function()
-    return result, clock() - start
-
-
-def plain(name, args, kwargs):
-    # ``ninetoothed.make`` timed, the setting of the stage around it not.
-    make = lambda: getattr(ninetoothed, name)(*args, **kwargs)
-
-    with ninetoothed_ascend.disabled():
-        if cuda:  # NineToothed asks the GPU's driver itself
-            return timed(make)
-
-        with ninetoothed_adapter.driver_reporting(
-            ninetoothed_adapter.device_properties()
-        ):
-            return timed(make)
-
-
 if after:
     # Another kernel first, untimed, as a library makes its kernels one after
     # another: what a process pays once is paid before the timer.
@@ -231,7 +253,7 @@ def main():
         "kernel after the first of a process",
     )
     arguments = parser.parse_args()
-    after = next(EXAMPLES.rglob(f"{arguments.after}.py")) if arguments.after else None
+    after = example_path(arguments.after) if arguments.after else None
 
     print(
         "| kernel | ninetoothed.make (ms) | make + variant (ms) | ratio "
@@ -242,7 +264,7 @@ def main():
     start = arguments.time_process_start
 
     for name in arguments.names:
-        path = next(EXAMPLES.rglob(f"{name}.py"))
+        path = example_path(name)
         runs = {mode: [] for mode in ("plain", "variant", "all", "warm", "next")}
 
         with tempfile.TemporaryDirectory() as warm_cache:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from warm_make import CAPTURE, EXAMPLES, NAMES
+from warm_make import CAPTURE, NAMES, example_path
 
 SCRIPT = (
     """
@@ -57,7 +57,7 @@ def main():
     print("| --- | ---: |")
 
     for name in arguments.names:
-        example = next(EXAMPLES.rglob(f"{name}.py"))
+        example = example_path(name)
 
         with (
             tempfile.TemporaryDirectory() as cache,
