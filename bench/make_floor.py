@@ -4,8 +4,9 @@ Fresh processes, as ``bench/warm_make.py`` runs them, one after another in
 each repeat, each timing the first call of its process:
 
 * ``ninetoothed.make``: plain NineToothed (its generation, its file written
-  and imported), under the stand-in device properties ninetoothed-ascend
-  uses without a GPU;
+  and imported), timed as ``bench/warm_make.py`` times it
+  (``PLAIN_MAKE``): without a GPU, under the stand-in device properties
+  ninetoothed-ascend uses then;
 * ``make`` + variant: an empty cache, ``make`` (which builds the variant a
   call needs here, or ``--variant``'s), then ``handle.variant(V)``;
 * ``make`` with every pass of V's pipeline removed in the measuring process
