@@ -128,11 +128,12 @@ def main():
     parser.add_argument("--variant", choices=("cpu", "npu"), default="cpu")
     parser.add_argument(
         "--after",
+        type=example_path,
         metavar="NAME",
         help="an example each process makes first, so the kernel timed is its second",
     )
     arguments = parser.parse_args()
-    after = example_path(arguments.after) if arguments.after else None
+    after = arguments.after
 
     print(
         f"| kernel | ninetoothed.make (ms) | make + {arguments.variant} variant (ms) "
@@ -171,7 +172,7 @@ def main():
 
     print(
         f"\nclock: {arguments.clock}"
-        + (f"; each process made {arguments.after} first" if after else "")
+        + (f"; each process made {after.stem} first" if after else "")
     )
 
 

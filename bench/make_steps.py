@@ -115,12 +115,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument(
         "--after",
+        type=example_path,
         metavar="NAME",
         help="an example each process makes first (with the CPU variant, or all "
         "three when filling the warm cache), so the kernel timed is its second",
     )
     options = parser.parse_args()
-    after = example_path(options.after) if options.after else None
+    after = options.after
     columns = {}
 
     for name in options.names:

@@ -110,11 +110,11 @@ def captured_call(path):
 """
 
 #: Code that defines ``timed(function)`` (``(result, seconds)`` by the
-#: measuring process's ``clock``, after a full garbage collection) and ``plain(name, args, kwargs)``, which
-#: times ``ninetoothed.make`` (or ``jit``) alone, as plain NineToothed runs
-#: it: with the GPU's own driver where ``cuda``, else under the stand-in
-#: device properties ninetoothed-ascend uses without a GPU (also
-#: ``bench/make_floor.py``'s). Under triton-ascend (``.venv-ascend``)
+#: measuring process's ``clock``, after a full garbage collection) and
+#: ``plain(name, args, kwargs)``, which times ``ninetoothed.make`` (or
+#: ``jit``) alone, as plain NineToothed runs it: with the GPU's own driver
+#: where ``cuda``, else under the stand-in device properties
+#: ninetoothed-ascend uses without a GPU (also ``bench/make_floor.py``'s). Under triton-ascend (``.venv-ascend``)
 #: NineToothed's source is imported by triton-ascend's ``triton.jit``, as on
 #: an Ascend host.
 PLAIN_MAKE = """
@@ -154,8 +154,7 @@ def plain(name, args, kwargs):
 """
 
 #: :data:`CAPTURE_CALL`, then ``name``, ``args`` and ``kwargs`` of the call
-#: of the example module at ``path`` (also ``bench/make_floor.py``.s and
-#: ``bench/warm_make_beside_files.py``.s).
+#: of the example module at ``path`` (``bench/warm_make_beside_files.py``'s).
 CAPTURE = CAPTURE_CALL + "name, args, kwargs = captured_call(path)\n"
 
 #: Code that, where ``after`` names an example, makes it first, untimed,
@@ -205,8 +204,6 @@ device = host.likely_call_device_type()
 """
     + CAPTURE_CALL
     + PLAIN_MAKE
-    + """
-"""
     + AFTER
     + """
 name, args, kwargs = captured_call(path)
@@ -280,13 +277,14 @@ def main():
     )
     parser.add_argument(
         "--after",
+        type=example_path,
         metavar="NAME",
         help="an example each measuring process makes first, untimed (with its "
         "variant; plain NineToothed's make in the plain mode): the cost of a "
         "kernel after the first of a process",
     )
     arguments = parser.parse_args()
-    after = example_path(arguments.after) if arguments.after else None
+    after = arguments.after
 
     print(
         "| kernel | ninetoothed.make (ms) | make + variant (ms) | ratio "
@@ -357,7 +355,7 @@ def main():
 
     print(
         f"\nvariant a call needs (make builds it): {device}; clock: {arguments.clock}"
-        + (f"; each process made {arguments.after} first" if after else "")
+        + (f"; each process made {after.stem} first" if after else "")
     )
 
 
