@@ -1,10 +1,16 @@
-"""Where ``make`` spends its time: each step of a cold ``make`` + the CPU variant, or of a warm ``make``, timed around it.
+"""Where ``make`` spends its time: each step of a cold ``make`` + the variant a call needs, or of a warm ``make``, timed around it.
 
 Fresh processes, as ``bench/warm_make.py`` runs them; each step is a
 function of the package, timed by a wrapper around it (wall clock, its calls
 in the process summed), medians over ``--repeats`` processes. ``cold``:
 an empty cache, ``make`` (which builds the CPU variant on a host without a
-GPU or NPU), then ``handle.variant("cpu")``. ``warm``: the
+GPU or NPU, or ``--variant``'s, which the measuring process takes for the
+likely one as ``bench/warm_make.py --variant`` does), then
+``handle.variant(V)``; then, untimed by ``make``, ``ast.parse`` of
+NineToothed's source and ``ast.unparse`` of the variant's tree, which any
+rewrite of the source pays whatever its passes. Run by ``.venv-ascend``'s
+Python with ``--variant npu``, triton-ascend imports the NPU variant, as
+on an Ascend host. ``warm``: the
 cache a previous process filled with all three variants, and the memos the
 process after it stored; the first ``make`` of the process. With ``--after
 NAME``, each process first makes the example NAME, untimed, as
@@ -14,7 +20,7 @@ microseconds per call: compare steps, not totals, with
 ``bench/warm_make.py``.
 
     PYTHONPATH=src python bench/make_steps.py [--mode cold|warm] [--names add ...] [--repeats 9]
-        [--after NAME]
+        [--after NAME] [--variant cpu|npu]
 """
 
 import argparse
@@ -25,8 +31,9 @@ from warm_make import CAPTURE_CALL, NAMES, example_path, run_measurement
 
 MEASURE = (
     """
-import functools, importlib.util, json, sys, time
+import ast, functools, importlib.util, json, sys, time
 import torch, ninetoothed, ninetoothed_ascend
+from ninetoothed_ascend import host
 import ninetoothed_ascend.jit
 from ninetoothed_ascend import cache
 from ninetoothed_ascend.jit import fingerprint, variants
@@ -35,7 +42,9 @@ from ninetoothed_ascend.runtime import handle
 
 # The subpackage, not the decorator the package exports under its name.
 jit = sys.modules["ninetoothed_ascend.jit"]
-path, mode, after = sys.argv[1:]
+path, mode, after, wanted = sys.argv[1:]
+# The host whose calls are on ``wanted`` tensors builds that variant in ``make``.
+host.likely_call_device_type = lambda: wanted
 steps = {}
 
 def timed(owner, name, step):
@@ -65,7 +74,7 @@ timed(fingerprint, "_package_digest", "package digest (in the environment)")
 timed(variants, "requirements_fact", "launch requirements (in the pipeline)")
 # Bound by the CPU variant when it is imported.
 timed(runtime, "interpreted", "interpreted triton.language functions")
-timed(variants, "run_pipeline", "CPU pipeline")
+timed(variants, "run_pipeline", f"{wanted} pipeline")
 timed(handle, "import_variant", "import of the variant")
 timed(jit, "new_handle", "new handle")
 timed(cache, "make_directory", "cache directories")
@@ -82,7 +91,7 @@ if after:
     made = real[other](*other_args, **other_kwargs)
 
     if mode == "cold":
-        made.variant("cpu")
+        made.variant(wanted)
     else:
         made.build()
 
@@ -94,8 +103,16 @@ steps["make"] = time.perf_counter() - start
 
 if mode == "cold":
     start = time.perf_counter()
-    kernel.variant("cpu")
-    steps["variant (cpu)"] = time.perf_counter() - start
+    kernel.variant(wanted)
+    steps[f"variant ({wanted})"] = time.perf_counter() - start
+    # Outside the timed make: what a rewrite costs before any pass.
+    start = time.perf_counter()
+    ast.parse(kernel.source("cuda"))
+    steps["parse of NineToothed's source (after)"] = time.perf_counter() - start
+    tree = ast.parse(kernel.source(wanted))
+    start = time.perf_counter()
+    ast.unparse(tree)
+    steps[f"unparse of the {wanted} variant (after)"] = time.perf_counter() - start
 elif mode == "fill":
     kernel.build()
 
@@ -104,8 +121,10 @@ print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
 )
 
 
-def measure(path, mode, cache_dir, after=None):
-    return run_measurement(MEASURE, (str(path), mode, str(after or "")), cache_dir)
+def measure(path, mode, cache_dir, after=None, variant="cpu"):
+    return run_measurement(
+        MEASURE, (str(path), mode, str(after or ""), variant), cache_dir
+    )
 
 
 def main():
@@ -117,8 +136,15 @@ def main():
         "--after",
         type=example_path,
         metavar="NAME",
-        help="an example each process makes first (with the CPU variant, or all "
+        help="an example each process makes first (with the variant, or all "
         "three when filling the warm cache), so the kernel timed is its second",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=("cpu", "npu"),
+        default="cpu",
+        help="the variant a call needs, which make builds (npu stands for an "
+        "Ascend host; run with .venv-ascend's Python)",
     )
     options = parser.parse_args()
     after = options.after
@@ -130,15 +156,20 @@ def main():
 
         with tempfile.TemporaryDirectory() as directory:
             if options.mode == "warm":
-                measure(path, "fill", directory, after)
-                measure(path, "warm", directory, after)  # stores the memos
+                measure(path, "fill", directory, after, options.variant)
+                # stores the memos
+                measure(path, "warm", directory, after, options.variant)
 
             for _ in range(options.repeats):
                 if options.mode == "cold":
                     with tempfile.TemporaryDirectory() as empty:
-                        runs.append(measure(path, "cold", empty, after))
+                        runs.append(
+                            measure(path, "cold", empty, after, options.variant)
+                        )
                 else:
-                    runs.append(measure(path, "warm", directory, after))
+                    runs.append(
+                        measure(path, "warm", directory, after, options.variant)
+                    )
 
         columns[name] = {
             step: statistics.median(run.get(step, 0.0) for run in runs)
