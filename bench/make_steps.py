@@ -43,8 +43,14 @@ from ninetoothed_ascend.runtime import handle
 # The subpackage, not the decorator the package exports under its name.
 jit = sys.modules["ninetoothed_ascend.jit"]
 path, mode, after, wanted = sys.argv[1:]
-# The host whose calls are on ``wanted`` tensors builds that variant in ``make``.
-host.likely_call_device_type = lambda: wanted
+
+if wanted:
+    # The host whose calls are on ``wanted`` tensors builds that variant in
+    # ``make``, as in bench/warm_make.py; without it, this host's likely one.
+    host.likely_call_device_type = lambda: wanted
+else:
+    wanted = "cpu"
+
 steps = {}
 
 def timed(owner, name, step):
@@ -121,9 +127,9 @@ print(json.dumps({step: seconds * 1e3 for step, seconds in steps.items()}))
 )
 
 
-def measure(path, mode, cache_dir, after=None, variant="cpu"):
+def measure(path, mode, cache_dir, after=None, variant=None):
     return run_measurement(
-        MEASURE, (str(path), mode, str(after or ""), variant), cache_dir
+        MEASURE, (str(path), mode, str(after or ""), variant or ""), cache_dir
     )
 
 
@@ -142,8 +148,8 @@ def main():
     parser.add_argument(
         "--variant",
         choices=("cpu", "npu"),
-        default="cpu",
-        help="the variant a call needs, which make builds (npu stands for an "
+        help="the variant a call needs, which make builds (default: make builds "
+        "this host's likely one, the CPU variant is timed; npu stands for an "
         "Ascend host; run with .venv-ascend's Python)",
     )
     options = parser.parse_args()
