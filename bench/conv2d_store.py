@@ -55,11 +55,7 @@ from ninetoothed_ascend import bishengir, compile_check, examples
 from ninetoothed_ascend.compiler.generated import GeneratedModule
 from ninetoothed_ascend.compiler.npu import flat_access
 from ninetoothed_ascend.compiler.npu.transposed_tiles import SwapAxes, on_path
-from ninetoothed_ascend.compiler.passes import (
-    clone,
-    import_aliases,
-    resolve,
-)
+from ninetoothed_ascend.compiler.syntax import clone, import_aliases, resolve
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
 

@@ -32,7 +32,7 @@ import torch
 
 from ninetoothed_ascend import compile_check, examples
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
-from ninetoothed_ascend.compiler.passes import import_aliases
+from ninetoothed_ascend.compiler.syntax import import_aliases
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -83,7 +83,11 @@ def main():
 
     for path in examples.find_modules([ROOT / "examples"]):
         name = path.relative_to(ROOT / "examples").with_suffix("").as_posix()
-        dump(examples.load_module(path).kernel, name.replace("/", "."), arguments.directory)
+        dump(
+            examples.load_module(path).kernel,
+            name.replace("/", "."),
+            arguments.directory,
+        )
 
     for name, handle in manifest_kernels(arguments.manifests):
         dump(handle, name, arguments.directory)

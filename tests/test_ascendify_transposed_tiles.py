@@ -209,7 +209,7 @@ def test_the_ub_model_bounds_an_undecided_transposed_access_by_the_plain_one():
     # FitUnifiedBuffer does not know the launch's choice; the plain load,
     # strided wherever the transposed one is taken, bounds it (docs/ub.md).
     from ninetoothed_ascend.compiler.npu.ub.model import footprint
-    from ninetoothed_ascend.compiler.passes import import_aliases
+    from ninetoothed_ascend.compiler.syntax import import_aliases
 
     def peaks(source):
         tree = ast.parse(source)

@@ -19,7 +19,8 @@ from helpers import shared_example
 
 from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.compiler.generated import GeneratedModule
-from ninetoothed_ascend.compiler.passes import clone, run_pipeline
+from ninetoothed_ascend.compiler.passes import run_pipeline
+from ninetoothed_ascend.compiler.syntax import clone
 from ninetoothed_ascend.compiler.target import Target
 
 

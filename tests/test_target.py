@@ -23,7 +23,7 @@ from ninetoothed_ascend.ascendify import (
 )
 from ninetoothed_ascend.cache import VARIANT_NAMES
 from ninetoothed_ascend.compiler import pipelines
-from ninetoothed_ascend.compiler.passes import keyword
+from ninetoothed_ascend.compiler.syntax import keyword
 from ninetoothed_ascend.compiler.target import Soc, Target
 from ninetoothed_ascend.jit.fingerprint import environment_key
 

@@ -18,8 +18,9 @@ from ninetoothed_ascend.ascendify import (
 from ninetoothed_ascend.compiler.npu.ub import configs as ub_configs
 from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs, launch_configs
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize, footprint
-from ninetoothed_ascend.compiler.passes import import_aliases, resolve, run_pipeline
+from ninetoothed_ascend.compiler.passes import run_pipeline
 from ninetoothed_ascend.compiler.pipelines import NPU
+from ninetoothed_ascend.compiler.syntax import import_aliases, resolve
 from ninetoothed_ascend.compiler.target import Soc, Target, soc
 from ninetoothed_ascend.runtime.handle import VariantUnavailableError
 

@@ -5,10 +5,10 @@ import copy
 import gc
 import textwrap
 
-from ninetoothed_ascend.compiler.passes import (
+from ninetoothed_ascend.compiler.passes import collection_paused
+from ninetoothed_ascend.compiler.syntax import (
     Transformer,
     clone,
-    collection_paused,
     find,
     import_aliases,
     same,

@@ -26,7 +26,7 @@ import torch
 from ninetoothed_ascend import bishengir as bishengir_compiler
 from ninetoothed_ascend.compiler.npu.ub import configs as ub_configs
 from ninetoothed_ascend.compiler.npu.ub import model as ub_model
-from ninetoothed_ascend.compiler.passes import import_aliases
+from ninetoothed_ascend.compiler.syntax import import_aliases
 
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = bishengir_compiler.DEFAULT_ARCH

@@ -35,13 +35,8 @@ import os
 
 from ninetoothed_ascend.compiler.libdevice import MapLibdevice
 from ninetoothed_ascend.compiler.npu.libdevice import ASCEND_LIBDEVICE_MODULES
-from ninetoothed_ascend.compiler.passes import (
-    MaskPass,
-    Pass,
-    RewriteError,
-    keyword,
-    walk,
-)
+from ninetoothed_ascend.compiler.passes import MaskPass, Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import keyword, walk
 
 #: Set to ``1`` to make CUDA and CPU tensors run the emulated NPU variant
 #: instead of the CUDA and CPU variants. Read when a handle first dispatches

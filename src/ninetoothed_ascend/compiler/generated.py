@@ -13,8 +13,7 @@ import ast
 import dataclasses
 import functools
 
-# Attributes read when called: ``passes`` builds ``Pass`` on this module.
-from ninetoothed_ascend.compiler import passes
+from ninetoothed_ascend.compiler import syntax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +39,7 @@ class Autotuner:
     def keyword(self, name):
         """The ``ast.keyword`` ``name`` of the ``triton.autotune`` call (``configs``, ``key``, ...), or ``None``."""
 
-        return passes.keyword(self.call, name)
+        return syntax.keyword(self.call, name)
 
     def block_sizes(self):
         """:func:`block_sizes` of its call."""
@@ -54,13 +53,13 @@ class GeneratedModule:
     :param tree: ``ast.Module``, NineToothed's generated source or a
         variant's, parsed.
     :param aliases: ``dict`` from
-        :func:`~ninetoothed_ascend.compiler.passes.import_aliases` of ``tree``,
+        :func:`~ninetoothed_ascend.compiler.syntax.import_aliases` of ``tree``,
         if the caller has it.
     """
 
     def __init__(self, tree, aliases=None):
         self.tree = tree
-        self.aliases = passes.import_aliases(tree) if aliases is None else aliases
+        self.aliases = syntax.import_aliases(tree) if aliases is None else aliases
         # ``None``, or for a module :meth:`rewritten` made before its
         # references were found: a superset of them, what :meth:`refers_to`
         # answers from.
@@ -130,7 +129,7 @@ class GeneratedModule:
         # visit of constants and nodes without fields, and node types told
         # apart by identity, not ``isinstance`` (``ast.parse`` and the passes
         # make no subclasses of them): about half the time of a resolve per node of
-        # ``passes.walk`` (softmax's NPU variant, flash attention's). What is
+        # ``syntax.walk`` (softmax's NPU variant, flash attention's). What is
         # read and bound is found in the same walk: a walk of its own cost
         # ImportStandardModules as much as this one.
         stack = [self.tree]
@@ -140,7 +139,7 @@ class GeneratedModule:
             node_type = type(node)
 
             if node_type is ast.Name:
-                names.add(passes.resolve(node, self.aliases))
+                names.add(syntax.resolve(node, self.aliases))
                 (read if type(node.ctx) is ast.Load else bound).add(node.id)
             elif node_type is ast.Attribute:
                 base = node
@@ -149,7 +148,7 @@ class GeneratedModule:
                     base = base.value
 
                 if type(base) is ast.Name:
-                    names.add(passes.resolve(node, self.aliases))
+                    names.add(syntax.resolve(node, self.aliases))
                     read.add(base.id)
                 else:
                     stack.append(base)
@@ -215,7 +214,7 @@ class GeneratedModule:
             name: function
             for name, function in self.functions().items()
             if any(
-                passes.resolve(decorator, self.aliases) == "triton.jit"
+                syntax.resolve(decorator, self.aliases) == "triton.jit"
                 for decorator in function.decorator_list
             )
         }
@@ -296,7 +295,7 @@ class GeneratedModule:
     def _host_nodes(self, kernels=None):
         """The nodes outside the kernels, in :func:`ast.walk`'s order (see :meth:`host_statements`)."""
 
-        return passes.walk(ast.Module(self.host_statements(kernels), []))
+        return syntax.walk(ast.Module(self.host_statements(kernels), []))
 
     def host_statements(self, kernels=None):
         """The module-level statements but the kernels (``kernels``, as :meth:`kernels` returns them, when the caller has it).
@@ -319,7 +318,7 @@ class GeneratedModule:
         return (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Call)
-            and passes.resolve(node.func.func, self.aliases) == "triton.autotune"
+            and syntax.resolve(node.func.func, self.aliases) == "triton.autotune"
         )
 
 
@@ -328,7 +327,7 @@ def block_sizes(autotune):
 
     return [
         ast.literal_eval(config.args[0])
-        for config in passes.keyword(autotune, "configs").value.elts
+        for config in syntax.keyword(autotune, "configs").value.elts
     ]
 
 
@@ -386,7 +385,7 @@ def _insert_before(body, call, statement, searched=None):
     """
 
     for item in body if searched is None else searched:
-        if any(node is call for node in passes.walk(item)):
+        if any(node is call for node in syntax.walk(item)):
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(item, field, None)
 

@@ -17,13 +17,8 @@ Triton's.
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
-    RewriteError,
-    insert_after_imports,
-    statements,
-    walk,
-)
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import insert_after_imports, statements, walk
 from ninetoothed_ascend.libdevice_table import ASCEND_FUNCTIONS
 
 _HELPER_PREFIX = "ninetoothed_emulated_"

@@ -30,12 +30,8 @@ import dataclasses
 import functools
 import os
 
-from ninetoothed_ascend.compiler.passes import (
-    collection_paused,
-    find,
-    structure,
-    walk,
-)
+from ninetoothed_ascend.compiler.passes import collection_paused
+from ninetoothed_ascend.compiler.syntax import find, structure, walk
 
 #: Set to ``1`` to check the CUDA variant's arguments too.
 CHECK_VARIABLE = "NINETOOTHED_ASCEND_CHECK_ARGS"

@@ -26,7 +26,7 @@ import torch
 import triton
 
 from ninetoothed_ascend import host
-from ninetoothed_ascend.compiler.passes import structure
+from ninetoothed_ascend.compiler.syntax import structure
 from ninetoothed_ascend.compiler.target import Target
 from ninetoothed_ascend.jit import ninetoothed_adapter
 from ninetoothed_ascend.jit.ninetoothed_adapter import symbol_expression, tensor_history

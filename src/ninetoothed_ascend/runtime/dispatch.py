@@ -21,7 +21,8 @@ import functools
 
 import torch
 
-from ninetoothed_ascend.compiler.passes import collection_paused, walk
+from ninetoothed_ascend.compiler.passes import collection_paused
+from ninetoothed_ascend.compiler.syntax import walk
 from ninetoothed_ascend.runtime.handle import Handle
 
 #: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.

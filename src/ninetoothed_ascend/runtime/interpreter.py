@@ -8,7 +8,7 @@ import triton
 import triton.language
 import triton.runtime.interpreter
 
-from ninetoothed_ascend.compiler.passes import find
+from ninetoothed_ascend.compiler.syntax import find
 
 #: ``id`` of a ``triton.jit`` function -> ``(the function, its interpreted
 #: copy)``. By ``id``, with the function held so that its ``id`` is not

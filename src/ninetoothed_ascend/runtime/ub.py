@@ -4,7 +4,7 @@ import ast
 import functools
 
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
-from ninetoothed_ascend.compiler.passes import constexpr_parameters
+from ninetoothed_ascend.compiler.syntax import constexpr_parameters
 
 
 class UnifiedBufferOverflowError(ValueError):
@@ -25,7 +25,7 @@ def refuse_overflow(kernel_source, aliases, arguments, budget):
 
     :param kernel_source: ``str``, the kernel's ``def`` as the NPU variant has it.
     :param aliases: ``dict``, the module's import aliases
-        (:func:`~ninetoothed_ascend.compiler.passes.import_aliases`).
+        (:func:`~ninetoothed_ascend.compiler.syntax.import_aliases`).
     :param arguments: ``dict`` parameter name -> the launch's value; only
         the ``int`` and ``bool`` values count (block sizes, layout flags,
         sizes and strides).

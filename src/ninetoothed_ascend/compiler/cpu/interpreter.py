@@ -14,8 +14,10 @@ from ninetoothed_ascend.compiler.passes import (
     LoadWrapperPass,
     Pass,
     RewriteError,
-    Transformer,
     convert_if_dtype,
+)
+from ninetoothed_ascend.compiler.syntax import (
+    Transformer,
     insert_after_imports,
     keyword,
 )

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, Transformer
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import Transformer
 
 
 class DeferAutotune(Pass):

@@ -3,7 +3,8 @@
 import ast
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
-from ninetoothed_ascend.compiler.passes import Pass, walk
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import walk
 
 #: The fact (:attr:`~ninetoothed_ascend.compiler.passes.Pass.facts`) under
 #: which an earlier pass of the pipeline names, per autotuner name, the

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, dotted_name, keyword
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import dotted_name, keyword
 
 
 class LowerClamp(Pass):

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, RewriteError, keyword, walk
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import keyword, walk
 
 #: Position of ``input_precision`` in ``tl.dot(input, other, acc, input_precision, ...)``.
 _INPUT_PRECISION_POSITION = 3

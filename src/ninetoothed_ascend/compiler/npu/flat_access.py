@@ -6,9 +6,8 @@ import itertools
 import math
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
-    arange_positions,
+from ninetoothed_ascend.compiler.passes import Pass, arange_positions
+from ninetoothed_ascend.compiler.syntax import (
     import_aliases,
     insert_after_imports,
     keyword,

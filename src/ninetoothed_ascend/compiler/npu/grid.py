@@ -3,9 +3,8 @@
 import ast
 
 from ninetoothed_ascend.compiler.npu.ub.model import uses_dot
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
-    RewriteError,
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import (
     Transformer,
     clone,
     insert_after_imports,

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, RewriteError, insert_after_imports
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import insert_after_imports
 from ninetoothed_ascend.compiler.target import (
     LIBDEVICE_AFTER_3_2,
     LIBDEVICE_UP_TO_3_2,

@@ -2,8 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import (
     find,
     insert_after_imports,
     keyword,

@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass, keyword
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import keyword
 
 
 class FillMaskedLoads(Pass):

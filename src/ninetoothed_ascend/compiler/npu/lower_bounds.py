@@ -2,7 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import MaskPass, Transformer, same
+from ninetoothed_ascend.compiler.passes import MaskPass
+from ninetoothed_ascend.compiler.syntax import Transformer, same
 
 
 class ScalarizeTileLowerBounds(MaskPass):

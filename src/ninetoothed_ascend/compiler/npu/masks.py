@@ -2,12 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import (
-    MaskPass,
-    Transformer,
-    same,
-    walk,
-)
+from ninetoothed_ascend.compiler.passes import MaskPass
+from ninetoothed_ascend.compiler.syntax import Transformer, same, walk
 
 
 class FoldTrueMask(MaskPass):

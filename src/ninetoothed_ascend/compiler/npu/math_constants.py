@@ -4,7 +4,8 @@ import ast
 import math
 import numbers
 
-from ninetoothed_ascend.compiler.passes import Pass, walk
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import walk
 
 _OPERATORS = (
     ast.Add,

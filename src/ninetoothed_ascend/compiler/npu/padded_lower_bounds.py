@@ -7,7 +7,8 @@ from ninetoothed_ascend.compiler.npu.lower_bounds import (
     index_lower_bound,
     lower_bound_terms,
 )
-from ninetoothed_ascend.compiler.passes import MaskPass, structure
+from ninetoothed_ascend.compiler.passes import MaskPass
+from ninetoothed_ascend.compiler.syntax import structure
 
 
 class ScalarizePaddedTileLowerBounds(MaskPass):

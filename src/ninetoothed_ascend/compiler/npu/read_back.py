@@ -2,14 +2,8 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
-    find,
-    keyword,
-    statements,
-    summands,
-    walk,
-)
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import find, keyword, statements, summands, walk
 
 _BARRIER = "triton.language.debug_barrier()"
 

@@ -5,10 +5,9 @@ import collections
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES, digit_groups
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
+from ninetoothed_ascend.compiler.passes import Pass, arange_positions
+from ninetoothed_ascend.compiler.syntax import (
     Transformer,
-    arange_positions,
     clone,
     keyword,
     same,

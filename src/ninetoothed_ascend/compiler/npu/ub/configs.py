@@ -11,13 +11,8 @@ from ninetoothed_ascend.compiler.generated import (
 )
 from ninetoothed_ascend.compiler.npu.autotune_key import LEADING_KEYS
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
-    RewriteError,
-    clone,
-    insert_after_imports,
-    keyword,
-)
+from ninetoothed_ascend.compiler.passes import Pass, RewriteError
+from ninetoothed_ascend.compiler.syntax import clone, insert_after_imports, keyword
 
 #: At most this many configs per kernel: every config is one more NPU
 #: compile at the first launch (../shared/ASCEND.md, "Autotuning on Ascend").

@@ -45,7 +45,7 @@ import math
 import operator
 import typing
 
-from ninetoothed_ascend.compiler.passes import find, resolve, same, structure, walk
+from ninetoothed_ascend.compiler.syntax import find, resolve, same, structure, walk
 
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
 DTYPE_BYTES = {
@@ -211,7 +211,7 @@ def footprint(
     """Estimate the UB bytes of ``kernel`` for the given constexpr values.
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
-    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.passes.import_aliases`.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.syntax.import_aliases`.
     :param constexprs: ``dict`` parameter name -> ``int``, the values of the
         constexpr parameters tiles are sized by (an autotune config, the
         launch's block sizes).
@@ -243,7 +243,7 @@ class KernelModel:
     kernel must not change while the model is in use.
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
-    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.passes.import_aliases`.
+    :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.syntax.import_aliases`.
     """
 
     def __init__(self, kernel, aliases):
@@ -317,12 +317,12 @@ class KernelModel:
         return self._footprints[key]
 
     def structure(self, node):
-        """:func:`~ninetoothed_ascend.compiler.passes.structure` of ``node``: equal for the same expression written twice."""
+        """:func:`~ninetoothed_ascend.compiler.syntax.structure` of ``node``: equal for the same expression written twice."""
 
         return self._structures[node]
 
     def same(self, first, second):
-        """:func:`~ninetoothed_ascend.compiler.passes.same` of two nodes: the same expression written twice."""
+        """:func:`~ninetoothed_ascend.compiler.syntax.same` of two nodes: the same expression written twice."""
 
         return self._same[first, second]
 

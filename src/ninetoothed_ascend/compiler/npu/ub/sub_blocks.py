@@ -4,8 +4,8 @@ import ast
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
-from ninetoothed_ascend.compiler.passes import (
-    Pass,
+from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.syntax import (
     Transformer,
     clone,
     find,
