@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
-from ninetoothed_ascend import bishengir, examples
-from ninetoothed_ascend.compile_check import BiShengIRStage, check_variant
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import bishengir
+from ninetoothed_ascend.check.compile_check import BiShengIRStage, check_variant
 
 KINDS = ("contiguous", "non-contiguous")
 

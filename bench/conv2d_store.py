@@ -5,7 +5,7 @@ and 3: ``ttir`` + ``ttadapter``, then ``bishengir-compile`` up to the
 external ``hivmc`` step; no NPU). The NPU variant of
 ``examples/vision/conv2d.py`` is edited by hand (on its AST, here) into one
 variant per form of the output store, each compiled for the launch the
-example makes (:func:`ninetoothed_ascend.compile_check.launch_arguments`:
+example makes (:func:`ninetoothed_ascend.check.compile_check.launch_arguments`:
 triton-ascend 3.2's specialization) for every config of the set:
 
 * ``transposed``: the pipeline's own output. Where the store flag's
@@ -51,10 +51,11 @@ import tempfile
 
 import torch
 
-from ninetoothed_ascend import bishengir, compile_check, examples
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import bishengir, compile_check
 from ninetoothed_ascend.compiler.generated import GeneratedModule
-from ninetoothed_ascend.compiler.npu import flat_access
-from ninetoothed_ascend.compiler.npu.transposed_tiles import SwapAxes, on_path
+from ninetoothed_ascend.compiler.npu import contiguous_flat_access
+from ninetoothed_ascend.compiler.npu.transpose_strided_tiles import SwapAxes, on_path
 from ninetoothed_ascend.compiler.syntax import clone, import_aliases, resolve
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples/vision/conv2d.py"
@@ -106,7 +107,7 @@ class _Edit:
                 getattr(call, "keywords", ()) if isinstance(call, ast.Call) else ()
             ):
                 if (
-                    (item.arg or "").startswith(flat_access.FLAG_PREFIX)
+                    (item.arg or "").startswith(contiguous_flat_access.FLAG_PREFIX)
                     and isinstance(item.value, ast.BoolOp)
                     and len(item.value.values) == 2
                 ):

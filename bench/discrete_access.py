@@ -5,7 +5,7 @@ BiShengIR with ``--bishengir``, the ``bishengir`` extra). For each example,
 dtype, shape case and NPU autotune config, the NPU variant is compiled with
 the arguments, constexpr values and specialization (integers equal to 1
 as constants) of the launch its ``launch`` makes
-(:func:`ninetoothed_ascend.compile_check.launch_arguments`), twice:
+(:func:`ninetoothed_ascend.check.compile_check.launch_arguments`), twice:
 
 * ``after``: as the launch decides, ``ContiguousFlatAccess``'s and
   ``TransposeStridedTiles``' flags (``ninetoothed_ascend_flat_affine_*``,
@@ -35,9 +35,13 @@ import pathlib
 
 import torch
 
-from ninetoothed_ascend import compile_check, examples
-from ninetoothed_ascend.compiler.npu import flat_access, transposed_tiles
-from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import compile_check
+from ninetoothed_ascend.compiler.npu import (
+    contiguous_flat_access,
+    transpose_strided_tiles,
+)
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import kernel_configs
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
 
@@ -92,7 +96,7 @@ def main():
     bishengir = None
 
     if arguments.bishengir:
-        from ninetoothed_ascend import bishengir
+        from ninetoothed_ascend.check import bishengir
 
     print(
         f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}"
@@ -146,7 +150,10 @@ def main():
                         name: value
                         for name, value in constants.items()
                         if name.startswith(
-                            (flat_access.FLAG_PREFIX, transposed_tiles.FLAG_PREFIX)
+                            (
+                                contiguous_flat_access.FLAG_PREFIX,
+                                transpose_strided_tiles.FLAG_PREFIX,
+                            )
                         )
                     }
                     shown = {

@@ -18,7 +18,7 @@ import time
 import torch
 
 import ninetoothed_ascend
-from ninetoothed_ascend.runtime.dispatch import new_handle
+from ninetoothed_ascend.jit.dispatch import new_handle
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

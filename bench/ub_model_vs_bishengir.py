@@ -30,7 +30,8 @@ import pathlib
 import statistics
 import sys
 
-from ninetoothed_ascend import bishengir, compile_check, examples
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import bishengir, compile_check
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
 from ninetoothed_ascend.compiler.syntax import import_aliases
 from ninetoothed_ascend.compiler.target import soc

@@ -30,7 +30,8 @@ import re
 
 import torch
 
-from ninetoothed_ascend import compile_check, examples
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import compile_check
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
 from ninetoothed_ascend.compiler.syntax import import_aliases
 

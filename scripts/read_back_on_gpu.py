@@ -21,7 +21,7 @@ import ninetoothed
 import ninetoothed_ascend
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import Variant
-from ninetoothed_ascend.runtime.handle import import_variant
+from ninetoothed_ascend.jit.handle import import_variant
 
 EXAMPLE = (
     pathlib.Path(__file__).resolve().parent.parent

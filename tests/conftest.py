@@ -5,6 +5,9 @@ import tempfile
 
 import pytest
 
+# Imported before any test runs: it keeps ``triton.language`` as imported.
+from libdevice_helpers import restore_triton_language
+
 from ninetoothed_ascend import examples
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -59,3 +62,12 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("NINETOOTHED_ASCEND_CACHE_DIR", str(directory))
 
     return directory
+
+
+@pytest.fixture
+def pristine_triton_language():
+    """Start and end from ``triton.language`` as imported, whatever interpreted kernels did."""
+
+    restore_triton_language()
+    yield
+    restore_triton_language()

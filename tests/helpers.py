@@ -5,6 +5,7 @@ import functools
 import importlib.util
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -15,6 +16,9 @@ from conftest import EXAMPLE_NAMES, EXAMPLE_PATHS
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.compiler.target import Target
+
+#: The repository's root directory.
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def rewrite(pass_class, source, target=None, then=()):
@@ -116,7 +120,7 @@ def assert_adapter_crashes_then_cured(
     Needs triton-ascend (the ``ascend`` tests).
     """
 
-    from ninetoothed_ascend.compile_check import StageError, compile_stages
+    from ninetoothed_ascend.check.compile_check import StageError, compile_stages
 
     outcomes = []
 
@@ -159,7 +163,7 @@ def launch_keywords(source, kernel="kernel"):
 def launch_flag(source, expression):
     """A function of a tensor: the value ``expression`` (a launch keyword of ``source`` reading one tensor's sizes and strides) takes for it."""
 
-    from ninetoothed_ascend.compiler.npu.flat_access import COLLAPSES
+    from ninetoothed_ascend.compiler.npu.contiguous_flat_access import COLLAPSES
 
     names = {}
     exec(
@@ -175,3 +179,21 @@ def launch_flag(source, expression):
     (tensor,) = set(re.findall(r"(ninetoothed_tensor_\d+)\.stride", expression))
 
     return lambda value: eval(expression, names | {tensor: value})
+
+
+#: A flattened store whose tile is ``(BLOCK, N)``: rows through the flattened
+#: dimensions of ``y``, columns along another dimension with its own stride
+#: (conv2d's NCHW output as an ``(N * P * Q, K)`` tile), and a load of the same shape.
+TRANSPOSED = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x_pointer, x_size_0, x_size_1, x_size_2, x_stride_0, x_stride_1, x_stride_2, y_pointer, y_size_0, y_size_1, y_size_2, y_stride_0, y_stride_1, y_stride_2, BLOCK: tl.constexpr, N: tl.constexpr):
+    i = tl.program_id(0)
+    tile = tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)[:, None]) // x_size_2 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)[:, None]) % x_size_2 * x_stride_2) + tl.arange(0, N)[None, :] * x_stride_1)
+    tl.store(y_pointer + ((i * BLOCK + tl.arange(0, BLOCK)[:, None]) // y_size_2 * y_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)[:, None]) % y_size_2 * y_stride_2) + tl.arange(0, N)[None, :] * y_stride_1, tile)
+
+def launch_kernel(x, y):
+    kernel[(1,)](x, x.size(0), x.size(1), x.size(2), x.stride(0), x.stride(1), x.stride(2), y, y.size(0), y.size(1), y.size(2), y.stride(0), y.stride(1), y.stride(2))
+"""

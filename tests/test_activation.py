@@ -30,11 +30,11 @@ def run_downstream(code, cache_dir, **env):
 
 def assert_ran_dual(report, count=len(SOME_OPS)):
     # A handle's class is Handle, or its subclass with a ``__call__`` written
-    # for the kernel's launch function (runtime/dispatch.py).
+    # for the kernel's launch function (jit/dispatch.py).
     assert len(report["kernels"]) == count
     assert set(report["kernels"]) <= {
-        "ninetoothed_ascend.runtime.handle.Handle",
-        "ninetoothed_ascend.runtime.dispatch.Handle",
+        "ninetoothed_ascend.jit.handle.Handle",
+        "ninetoothed_ascend.jit.dispatch.Handle",
     }
     assert report["max_abs_error"] < 1e-5
 

@@ -15,8 +15,8 @@ import torch
 from helpers import launch_flag, launch_keywords, load_example, shared_example
 
 from ninetoothed_ascend import examples
-from ninetoothed_ascend.compiler.npu.transposed_tiles import FLAG_PREFIX
-from ninetoothed_ascend.compiler.npu.ub.configs import kernel_configs
+from ninetoothed_ascend.compiler.npu.transpose_strided_tiles import FLAG_PREFIX
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import kernel_configs
 
 
 def module_globals(launch):

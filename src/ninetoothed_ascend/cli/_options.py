@@ -1,11 +1,13 @@
-"""Options shared by the cache commands."""
+"""Options shared by the commands."""
 
 import os
 import pathlib
 
 import click
+import torch
 
 from ninetoothed_ascend import cache as cache_module
+from ninetoothed_ascend import examples
 
 
 def resolve_cache_dir(path, create=True):
@@ -55,3 +57,29 @@ cache_dir_option = click.option(
     default=lambda: os.environ.get("NINETOOTHED_ASCEND_CACHE_DIR"),
     help="Cache directory (default: $NINETOOTHED_ASCEND_CACHE_DIR, then the user cache directory).",
 )
+
+
+#: ``--dtype`` names -> the torch dtypes they stand for.
+DTYPES = {
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+}
+
+
+dtype_option = click.option(
+    "--dtype",
+    "dtype_names",
+    type=click.Choice(sorted(DTYPES)),
+    multiple=True,
+    help="Input dtypes to run (repeatable); default: each example's DTYPES.",
+)
+
+
+def selected_dtypes(module, dtype_names):
+    """The dtypes to run ``module`` (an example module) in: those named by ``--dtype``, else the example's own (``tuple`` of ``torch.dtype``)."""
+
+    if not dtype_names:
+        return examples.dtypes(module)
+
+    return tuple(DTYPES[name] for name in dtype_names)

@@ -15,7 +15,6 @@ import click
 from ninetoothed_ascend import cache as cache_module
 from ninetoothed_ascend import host
 from ninetoothed_ascend.cache import VARIANT_NAMES, archive
-from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 from ninetoothed_ascend.compiler.pipelines import precision_notes
 
@@ -31,7 +30,7 @@ def _find(cache, prefix):
         raise click.ClickException(error.args[0]) from None
 
 
-@main.command("ls")
+@click.command("ls")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @cache_dir_option
 def list_entries(as_json, cache_dir):
@@ -107,7 +106,7 @@ def list_entries(as_json, cache_dir):
     click.echo(f"{len(rows)} kernels")
 
 
-@main.command()
+@click.command()
 @click.argument("key")
 @cache_dir_option
 def info(key, cache_dir):
@@ -153,7 +152,7 @@ def info(key, cache_dir):
             click.echo(f"{name}: precision ({pass_name}): {note}")
 
 
-@main.command()
+@click.command()
 @click.argument("keys", nargs=-1)
 @cache_dir_option
 def clear(keys, cache_dir):
@@ -172,7 +171,7 @@ def clear(keys, cache_dir):
     )
 
 
-@main.command("export")
+@click.command("export")
 @click.argument(
     "output",
     type=click.Path(dir_okay=False, path_type=pathlib.Path),
@@ -198,7 +197,7 @@ def export_command(output, keys, cache_dir):
     click.echo(f"exported {entries} kernels ({sources} sources) to {output}")
 
 
-@main.command("import")
+@click.command("import")
 @click.argument("archive_path", type=click.Path(dir_okay=False, path_type=pathlib.Path))
 @cache_dir_option
 def import_command(archive_path, cache_dir):
@@ -222,7 +221,7 @@ def import_command(archive_path, cache_dir):
     click.echo(f"imported {entries} kernels ({sources} sources) into {cache.directory}")
 
 
-@main.command()
+@click.command()
 def doctor():
     """Report the toolchain, devices and cache that ninetoothed-ascend would use here.
 

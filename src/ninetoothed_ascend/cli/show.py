@@ -10,15 +10,14 @@ import textwrap
 
 import click
 
-from ninetoothed_ascend.cli import main
-from ninetoothed_ascend.compiler.npu import flat_access
+from ninetoothed_ascend.compiler.npu import contiguous_flat_access
 from ninetoothed_ascend.compiler.pipelines import (
     EMULATIONS,
     PASSES,
     VARIANTS,
     precision_notes,
 )
-from ninetoothed_ascend.runtime.handle import Handle, VariantUnavailableError
+from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
 from ninetoothed_ascend.warm import one_line
 
 
@@ -136,7 +135,7 @@ def _wrapped_row(left, right, marker, column):
     ]
 
 
-@main.command()
+@click.command()
 @click.argument("kernel")
 @click.option(
     "--diff/--side-by-side",
@@ -204,7 +203,7 @@ def show(kernel, unified, variant, emulated, width):
         click.echo(f"precision ({pass_name}): {note}")
 
     if emulated is None and variant == "npu":
-        gathers = flat_access.scalar_accesses(handle.source("cuda"))
+        gathers = contiguous_flat_access.scalar_accesses(handle.source("cuda"))
         click.echo(
             f"accesses that stay a gather on the NPU ({len(gathers)}; "
             "scalar loops, DiscreteMemAccess in the ttadapter output):"

@@ -13,7 +13,6 @@ import tqdm
 
 from ninetoothed_ascend import manifest as manifest_module
 from ninetoothed_ascend import warm as warm_module
-from ninetoothed_ascend.cli import main
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 
 # Put first on the recorded program's PYTHONPATH: activates the recorder at
@@ -30,7 +29,7 @@ if spec is not None:
 """
 
 
-@main.command(context_settings={"ignore_unknown_options": True})
+@click.command(context_settings={"ignore_unknown_options": True})
 @click.option(
     "-o",
     "--output",
@@ -96,7 +95,7 @@ def record(output, command):
     sys.exit(status)
 
 
-@main.command()
+@click.command()
 @click.argument("targets", nargs=-1, required=True)
 @click.option(
     "-j",

@@ -7,45 +7,56 @@ one constraint of what runs the output; its docstring states it and where
 it is documented or measured (docs/passes.md lists them all).
 """
 
-from ninetoothed_ascend.compiler.cpu.interpreter import (
-    BindLanguageModule,
-    FixAutotuneConfig,
-    IndexLoopBounds,
-    InterpretKernels,
+from ninetoothed_ascend.compiler.cpu.bind_language_module import BindLanguageModule
+from ninetoothed_ascend.compiler.cpu.fix_autotune_config import FixAutotuneConfig
+from ninetoothed_ascend.compiler.cpu.index_loop_bounds import IndexLoopBounds
+from ninetoothed_ascend.compiler.cpu.interpret_kernels import InterpretKernels
+from ninetoothed_ascend.compiler.cpu.interpret_language_functions import (
     InterpretLanguageFunctions,
-    InterpretLibdevice,
-    WidenBfloat16,
 )
-from ninetoothed_ascend.compiler.emulation import (
-    BooleanMaskData,
-    EmulateHf32OnCpu,
-    EmulateHf32OnCuda,
+from ninetoothed_ascend.compiler.cpu.interpret_libdevice import InterpretLibdevice
+from ninetoothed_ascend.compiler.cpu.widen_bfloat16 import WidenBfloat16
+from ninetoothed_ascend.compiler.emulation.boolean_mask_data import BooleanMaskData
+from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cpu import EmulateHf32OnCpu
+from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cuda import EmulateHf32OnCuda
+from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cpu import (
     EmulateLibdeviceOnCpu,
-    EmulateLibdeviceOnCuda,
-    RejectAscendOnly,
 )
-from ninetoothed_ascend.compiler.npu.autotune import DeferAutotune
-from ninetoothed_ascend.compiler.npu.autotune_key import FilterAutotuneKey
-from ninetoothed_ascend.compiler.npu.clamp import LowerClamp
-from ninetoothed_ascend.compiler.npu.dot import UseHf32InDot
-from ninetoothed_ascend.compiler.npu.duplicate_configs import MergeDuplicateConfigs
-from ninetoothed_ascend.compiler.npu.flat_access import ContiguousFlatAccess
-from ninetoothed_ascend.compiler.npu.float64 import LowerFloat64
-from ninetoothed_ascend.compiler.npu.grid import PersistentGrid
-from ninetoothed_ascend.compiler.npu.imports import ImportStandardModules
-from ninetoothed_ascend.compiler.npu.libdevice import RemapLibdevice
-from ninetoothed_ascend.compiler.npu.load_broadcast import BroadcastLoadPointer
-from ninetoothed_ascend.compiler.npu.loads import FillMaskedLoads
-from ninetoothed_ascend.compiler.npu.lower_bounds import ScalarizeTileLowerBounds
-from ninetoothed_ascend.compiler.npu.masks import FoldTrueMask, GroupMaskTerms
-from ninetoothed_ascend.compiler.npu.math_constants import FoldMathConstants
-from ninetoothed_ascend.compiler.npu.padded_lower_bounds import (
+from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cuda import (
+    EmulateLibdeviceOnCuda,
+)
+from ninetoothed_ascend.compiler.emulation.reject_ascend_only import RejectAscendOnly
+from ninetoothed_ascend.compiler.npu.broadcast_load_pointer import BroadcastLoadPointer
+from ninetoothed_ascend.compiler.npu.contiguous_flat_access import ContiguousFlatAccess
+from ninetoothed_ascend.compiler.npu.defer_autotune import DeferAutotune
+from ninetoothed_ascend.compiler.npu.fill_masked_loads import FillMaskedLoads
+from ninetoothed_ascend.compiler.npu.filter_autotune_key import FilterAutotuneKey
+from ninetoothed_ascend.compiler.npu.fold_math_constants import FoldMathConstants
+from ninetoothed_ascend.compiler.npu.fold_true_mask import FoldTrueMask
+from ninetoothed_ascend.compiler.npu.group_mask_terms import GroupMaskTerms
+from ninetoothed_ascend.compiler.npu.import_standard_modules import (
+    ImportStandardModules,
+)
+from ninetoothed_ascend.compiler.npu.lower_clamp import LowerClamp
+from ninetoothed_ascend.compiler.npu.lower_float64 import LowerFloat64
+from ninetoothed_ascend.compiler.npu.merge_duplicate_configs import (
+    MergeDuplicateConfigs,
+)
+from ninetoothed_ascend.compiler.npu.persistent_grid import PersistentGrid
+from ninetoothed_ascend.compiler.npu.remap_libdevice import RemapLibdevice
+from ninetoothed_ascend.compiler.npu.scalarize_padded_tile_lower_bounds import (
     ScalarizePaddedTileLowerBounds,
 )
-from ninetoothed_ascend.compiler.npu.read_back import SynchronizeReadBack
-from ninetoothed_ascend.compiler.npu.transposed_tiles import TransposeStridedTiles
-from ninetoothed_ascend.compiler.npu.ub.configs import FitUnifiedBuffer
-from ninetoothed_ascend.compiler.npu.ub.sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
+    ScalarizeTileLowerBounds,
+)
+from ninetoothed_ascend.compiler.npu.synchronize_read_back import SynchronizeReadBack
+from ninetoothed_ascend.compiler.npu.transpose_strided_tiles import (
+    TransposeStridedTiles,
+)
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import FitUnifiedBuffer
+from ninetoothed_ascend.compiler.npu.ub.split_sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.compiler.npu.use_hf32_in_dot import UseHf32InDot
 from ninetoothed_ascend.compiler.passes import run_pipeline
 from ninetoothed_ascend.compiler.target import Target
 
@@ -122,7 +133,7 @@ def emulate(npu_source, device_type):
     :param npu_source: ``str``, the NPU variant, as
         :meth:`ninetoothed_ascend.Handle.source` returns it.
     :param device_type: ``"cuda"`` or ``"cpu"``, a key of :data:`EMULATIONS`.
-    :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`: the emulated
+    :return: :class:`~ninetoothed_ascend.compiler.passes.Rewritten`: the emulated
         source and the emulation passes that fired.
     :raises PipelineError: naming the pass that cannot emulate the kernel.
     :raises KeyError: ``device_type`` is not a key of :data:`EMULATIONS`.
@@ -143,7 +154,7 @@ def precision_notes(rewrites):
     """Say what a variant loses in precision, from the passes that fired.
 
     :param rewrites: ``((pass name, number of rewrites), ...)``, as
-        :attr:`~ninetoothed_ascend.ascendify.Rewritten.rewrites` and
+        :attr:`~ninetoothed_ascend.compiler.passes.Rewritten.rewrites` and
         ``Handle.rewrites(name)``.
     :return: ``tuple`` of ``(pass name, str)``, one per pass of :data:`NPU`
         that fired and declares a ``PRECISION`` loss.

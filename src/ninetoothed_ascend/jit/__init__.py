@@ -2,9 +2,8 @@
 
 The data path is one straight line: NineToothed kernel → generated Triton
 (:mod:`~ninetoothed_ascend.jit.ninetoothed_adapter`) → passes
-(:mod:`~ninetoothed_ascend.ascendify`, :mod:`~ninetoothed_ascend.compiler.cpu.interpreter`)
-→ source → cache (:mod:`~ninetoothed_ascend.cache`) → import → dispatch
-(:class:`~ninetoothed_ascend.runtime.handle.Handle`).
+(:mod:`~ninetoothed_ascend.compiler.pipelines`) → source → cache (:mod:`~ninetoothed_ascend.cache`) → import → dispatch
+(:class:`~ninetoothed_ascend.jit.handle.Handle`).
 """
 
 import dataclasses
@@ -17,11 +16,17 @@ from ninetoothed_ascend import host
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
+from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
 from ninetoothed_ascend.jit.fingerprint import (
     Memos,
     definition_digest,
     device_properties,
     environment_key,
+)
+from ninetoothed_ascend.jit.handle import (
+    Handle,
+    MixedDevicesError,
+    VariantUnavailableError,
 )
 from ninetoothed_ascend.jit.ninetoothed_adapter import (
     PLAIN_JIT,
@@ -33,12 +38,6 @@ from ninetoothed_ascend.jit.ninetoothed_adapter import (
     generate_source,
 )
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant
-from ninetoothed_ascend.runtime.dispatch import launch_facts, new_handle
-from ninetoothed_ascend.runtime.handle import (
-    Handle,
-    MixedDevicesError,
-    VariantUnavailableError,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +174,7 @@ def observe(observer, on_call=None):
     :param on_call: callable ``(handle, args, kwargs)`` called before every
         call of those handles, or ``None``. Handles made while one is set
         dispatch through the generic path
-        (:class:`~ninetoothed_ascend.runtime.dispatch.ObservedHandle`).
+        (:class:`~ninetoothed_ascend.jit.dispatch.ObservedHandle`).
     """
 
     _observers.append((observer, on_call))

@@ -71,7 +71,7 @@ def emulated_variant(npu_source, kernel_name, device_type):
     :param npu_source: ``str``, the NPU variant.
     :param kernel_name: ``str``, for the error.
     :param device_type: ``"cuda"`` or ``"cpu"``.
-    :return: :class:`~ninetoothed_ascend.ascendify.Rewritten`.
+    :return: :class:`~ninetoothed_ascend.compiler.passes.Rewritten`.
     :raises ValueError: an emulation pass cannot map the kernel; the message
         names the kernel, the pass and what to do.
     :raises KeyError: ``device_type`` cannot emulate.

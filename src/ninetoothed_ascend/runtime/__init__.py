@@ -1,16 +1,15 @@
-"""What generated variants import, and the handle that dispatches a call to one.
+"""What generated variants import, and nothing else.
 
 Generated code imports only the names here: :func:`refuse_overflow` (NPU
 variants whose launch evaluates the UB model), :func:`interpreted` (CPU
 variants calling ``triton.language``'s own ``triton.jit`` functions),
 :func:`numpy_elementwise` and :func:`numpy_flip` (emulated CPU variants
-calling libdevice). :mod:`.handle` and :mod:`.dispatch` hold the handle
-``make`` returns and its per-call dispatch, fed by the cache entry's launch
-facts.
+calling libdevice). The handle ``make`` returns and its per-call dispatch
+live in :mod:`ninetoothed_ascend.jit`.
 """
 
 from ninetoothed_ascend.runtime.interpreter import interpreted
-from ninetoothed_ascend.runtime.libdevice import numpy_elementwise, numpy_flip
+from ninetoothed_ascend.runtime.numpy_libdevice import numpy_elementwise, numpy_flip
 from ninetoothed_ascend.runtime.ub import UnifiedBufferOverflowError, refuse_overflow
 
 __all__ = [

@@ -7,7 +7,7 @@ migration guide; ../shared/ASCEND.md, "Hardware limits"). The compile check
 of this project stops before ``bishengir-compile``, where that error is
 raised, so the NPU variant must fit by construction: this module estimates,
 from the kernel's AST alone, the bytes of tiles live at once for given
-constexpr values, and :mod:`ninetoothed_ascend.compiler.npu.ub.configs` keeps only
+constexpr values, and :mod:`ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer` keeps only
 the autotune configs that fit.
 
 The model (docs/ub.md has the derivation and its measured error):
@@ -34,7 +34,7 @@ The model (docs/ub.md has the derivation and its measured error):
   triton/backends/ascend/compiler.py, 3.2.0), which makes
   ``bishengir-compile --enable-auto-multi-buffer`` ping-pong the load
   buffers of loops; every kernel of the NPU variant is a loop
-  (:class:`~ninetoothed_ascend.compiler.npu.grid.PersistentGrid`), so each load
+  (:class:`~ninetoothed_ascend.compiler.npu.persistent_grid.PersistentGrid`), so each load
   counts twice.
 """
 

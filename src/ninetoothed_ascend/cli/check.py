@@ -1,0 +1,353 @@
+"""``ninetoothed-ascend check``: the Ascend compile check (ttir, ttadapter, BiShengIR) of NPU variants."""
+
+import dataclasses
+import json
+import os
+import sys
+
+import click
+
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.cli._options import (
+    cache_dir_option,
+    dtype_option,
+    resolve_cache_dir,
+    selected_dtypes,
+)
+from ninetoothed_ascend.jit.handle import VariantUnavailableError
+
+
+@click.command()
+@click.argument("targets", nargs=-1)
+@dtype_option
+@click.option(
+    "--manifest",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A manifest from `record`: check its kernels (or those of the KEYS "
+    "given), with the argument types of their recorded calls.",
+)
+@click.option(
+    "--arch",
+    default="Ascend910B1",
+    show_default=True,
+    help="The Ascend SoC to compile for (A2/A3: Ascend910B1-B4, Ascend910_93xx; "
+    "A5: Ascend910_95xx, which needs CANN's hivmc-a5 and so fails here).",
+)
+@click.option(
+    "--all-configs",
+    is_flag=True,
+    help="Compile every config in the variant's source, not only those the "
+    "autotuner tries for the recorded launch.",
+)
+@click.option(
+    "--extremes",
+    type=click.Choice(["bytes", "block"]),
+    help="Keep only the smallest and the largest config, ordered by the UB "
+    "model's bytes or by the product of the block sizes.",
+)
+@click.option(
+    "--non-contiguous",
+    is_flag=True,
+    help="Check with a non-contiguous variant of each example's inputs "
+    "(ninetoothed_ascend.examples.noncontiguous).",
+)
+@click.option(
+    "--bishengir/--no-bishengir",
+    default=True,
+    show_default=True,
+    help="Run the third stage, BiShengIR (bishengir-compile of ascendnpu-ir), "
+    "up to the external hivmc step.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="BiShengIR compiles run at once.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a BiShengIR compile may take (default: no limit).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@cache_dir_option
+def check(
+    targets,
+    dtype_names,
+    manifest,
+    arch,
+    all_configs,
+    extremes,
+    non_contiguous,
+    bishengir,
+    jobs,
+    timeout,
+    as_json,
+    cache_dir,
+):
+    """Run the Ascend compile check (ttir, ttadapter, BiShengIR) on NPU variants.
+
+    Each TARGET is an example module or a directory of them (default:
+    ./examples), or the cache key (or a unique prefix) of a cached kernel;
+    a cached kernel needs --manifest for the argument types of a call. With
+    --manifest and no key, every kernel of the manifest is checked (and
+    built first if it is not cached). Needs triton-ascend installed as
+    `triton`; needs no NPU. The kernel compiled is the one a launch of the
+    recorded call compiles (its specialization included). Each config is
+    reported as reaching BiShengIR's external hivmc step (the highest level
+    a machine without CANN reaches), as a UB overflow with the bytes needed
+    and available, or with the compiler's error. Without ascendnpu-ir the
+    BiShengIR stage is skipped, with one line saying how to install it.
+    Exits with 1 if any config fails a stage.
+    """
+
+    from ninetoothed_ascend.check import bishengir as bishengir_module
+    from ninetoothed_ascend.check.compile_check import (
+        BiShengIRStage,
+        StageError,
+        check_variant,
+    )
+
+    paths = [target for target in targets if not _is_key(target)]
+    keys = [target for target in targets if _is_key(target)]
+
+    for path in paths:
+        if not os.path.exists(path):
+            raise click.ClickException(
+                f"{path}: no such file or directory, and not a cache key"
+            )
+
+    if not targets and manifest is None:
+        paths = ["examples"]
+
+    checks = [
+        (
+            f"{module.kernel.kernel_name} {str(dtype).removeprefix('torch.')}",
+            module.kernel,
+            module.launch,
+            lambda m=module, d=dtype: m.inputs("cpu", d),
+        )
+        for module in map(examples.load_module, examples.find_modules(paths))
+        for dtype in selected_dtypes(module, dtype_names)
+    ]
+
+    if keys or manifest is not None:
+        checks += _cached_checks(keys, manifest, cache_dir)
+
+    stage = None
+
+    if bishengir:
+        try:
+            stage = BiShengIRStage(arch, jobs=jobs, timeout=timeout)
+        except bishengir_module.BiShengIRNotInstalled as error:
+            click.echo(str(error), err=as_json)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--arch") from error
+
+    failures = 0
+    records = []
+    inputs_kind = "non-contiguous" if non_contiguous else "contiguous"
+
+    try:
+        for label, handle, launch, make_inputs in checks:
+            inputs = make_inputs()
+
+            if non_contiguous:
+                inputs = examples.noncontiguous(inputs)
+
+            try:
+                results = check_variant(
+                    handle,
+                    launch,
+                    *inputs,
+                    arch=arch,
+                    configs="all" if all_configs else "launch",
+                    extremes=extremes,
+                    bishengir=stage,
+                )
+            except (StageError, VariantUnavailableError) as error:
+                failures += 1
+                records.append(
+                    {"kernel": label, "inputs": inputs_kind, "error": str(error)}
+                )
+
+                if not as_json:
+                    click.echo(f"{label}: FAILED {error}")
+
+                continue
+
+            failed = [
+                result
+                for result in results
+                if result.bishengir is not None and result.bishengir.outcome != "hivmc"
+            ]
+            failures += len(failed)
+            records.extend(
+                {
+                    "kernel": label,
+                    "inputs": inputs_kind,
+                    "config": result.config,
+                    "seconds": result.seconds,
+                    "bishengir": dataclasses.asdict(result.bishengir)
+                    if result.bishengir is not None
+                    else None,
+                }
+                for result in results
+            )
+
+            if as_json:
+                continue
+
+            seconds = sum(
+                result.seconds[stage_name]
+                for result in results
+                for stage_name in ("ttir", "ttadapter")
+            )
+            click.echo(
+                f"{label}: {len(results)} configs passed ttir and ttadapter ({seconds:.2f} s)"
+            )
+
+            for result in results if stage is not None else ():
+                click.echo(
+                    f"  {_config_label(result.config)}: {_bishengir_line(result)}"
+                )
+    finally:
+        if stage is not None:
+            stage.close()
+
+    kernels = len({id(handle) for _, handle, _, _ in checks})
+
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "arch": arch,
+                    "ascendnpu_ir": bishengir_module.version() if stage else None,
+                    "kernels": kernels,
+                    "failures": failures,
+                    "results": records,
+                },
+                indent=1,
+                default=str,
+            )
+        )
+    else:
+        click.echo(f"{kernels} kernels, {failures} failures")
+
+    sys.exit(1 if failures else 0)
+
+
+def _config_label(config):
+    # NineToothed's constexpr names carry generated prefixes; the last part is the user's name.
+    return (
+        ", ".join(
+            f"{name.rsplit('prefix_', 1)[-1]}={value}" for name, value in config.items()
+        )
+        or "no config"
+    )
+
+
+def _bishengir_line(result):
+    outcome = result.bishengir
+    seconds = ", ".join(
+        f"{stage} {value:.2f} s" for stage, value in result.seconds.items()
+    )
+
+    if outcome.outcome == "hivmc":
+        return f"reached hivmc ({seconds})"
+
+    if outcome.outcome == "ub_overflow":
+        return (
+            f"UB overflow: needs {outcome.ub_required_bytes} B, "
+            f"{outcome.ub_available_bytes} B available ({seconds})"
+        )
+
+    first = outcome.message.splitlines()[0] if outcome.message else ""
+
+    return f"BiShengIR {outcome.outcome}: {first} ({seconds})"
+
+
+def _is_key(target):
+    # A key or a prefix of one: hexadecimal digits, and not an existing path.
+    return (
+        all(c in "0123456789abcdefABCDEF" for c in target)
+        and bool(target)
+        and not os.path.exists(target)
+    )
+
+
+def _cached_checks(keys, manifest_path, cache_dir):
+    from ninetoothed_ascend import manifest as manifest_module
+    from ninetoothed_ascend.cache import Cache
+    from ninetoothed_ascend.jit import GeneratedSource, Handle, rebuild
+    from ninetoothed_ascend.jit.fingerprint import environment_key
+
+    cache = Cache(resolve_cache_dir(cache_dir))
+
+    try:
+        document = manifest_module.read(manifest_path) if manifest_path else None
+    except manifest_module.ManifestError as error:
+        raise click.ClickException(str(error)) from None
+
+    # Manifest kernels by the key they have in this environment.
+    recorded = {
+        environment_key(kernel["definition"]): kernel
+        for kernel in (document["kernels"] if document else ())
+    }
+    chosen = []
+
+    for prefix in keys:
+        try:
+            chosen.append(cache.find(prefix))
+        except KeyError as error:
+            matches = [key for key in recorded if key.startswith(prefix)]
+
+            if len(matches) != 1:
+                raise click.ClickException(error.args[0]) from None
+
+            chosen.append(matches[0])
+
+    checks = []
+
+    for key in chosen or recorded:
+        kernel = recorded.get(key)
+        calls = kernel["calls"] if kernel else []
+
+        if not calls:
+            raise click.ClickException(
+                f"kernel {key[:12]} has no recorded call to take argument types "
+                "from; pass --manifest from `record` of a program that calls it"
+            )
+
+        entry = cache.load(key)
+
+        if entry is not None:
+            handle = Handle(entry.kernel_name, key, entry, cache)
+        else:
+            generated = GeneratedSource(
+                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+            )
+            handle, _ = rebuild(
+                kernel["definition"], generated, kernel["counters_delta"], cache=cache
+            )
+
+        call = calls[0]
+
+        def make_inputs(call=call):
+            try:
+                return manifest_module.call_inputs(call)
+            except manifest_module.ManifestError as error:
+                raise click.ClickException(str(error)) from None
+
+        dtypes = sorted({a["dtype"] for a in call["args"] if "dtype" in a})
+        checks.append(
+            (
+                f"{handle.kernel_name} {key[:12]} {'/'.join(dtypes)}",
+                handle,
+                lambda launch, *inputs: launch(*inputs),
+                make_inputs,
+            )
+        )
+
+    return checks

@@ -1,0 +1,35 @@
+"""The CPU pass :class:`InterpretKernels`."""
+
+import ast
+
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+)
+from ninetoothed_ascend.compiler.syntax import (
+    insert_after_imports,
+)
+
+
+class InterpretKernels(Pass):
+    """Decorate kernels with the interpreter instead of ``triton.jit``.
+
+    ``triton.jit`` chooses the interpreter only when ``TRITON_INTERPRET=1`` is
+    set when the decorator runs; the CPU variant must interpret whatever the
+    environment says, so it names ``InterpretedFunction`` directly.
+    """
+
+    def visit_FunctionDef(self, node):
+        for index, decorator in enumerate(node.decorator_list):
+            if self.resolve(decorator) == "triton.jit":
+                node.decorator_list[index] = ast.parse(
+                    "triton.runtime.interpreter.InterpretedFunction", mode="eval"
+                ).body
+                self.rewrote()
+
+        return node
+
+    def finish(self, tree):
+        if self.rewrites:
+            insert_after_imports(
+                tree, [ast.parse("import triton.runtime.interpreter").body[0]]
+            )

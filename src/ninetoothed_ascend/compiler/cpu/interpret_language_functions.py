@@ -1,0 +1,81 @@
+"""The CPU pass :class:`InterpretLanguageFunctions`."""
+
+import ast
+
+import triton
+import triton.language
+import triton.runtime.interpreter
+
+from ninetoothed_ascend.compiler.passes import (
+    Pass,
+)
+from ninetoothed_ascend.compiler.syntax import (
+    insert_after_imports,
+)
+
+#: The dotted names of the ``triton.language`` functions that are
+#: ``triton.jit`` functions in the installed Triton (``tl.max``, ``tl.sum``, ...).
+_LANGUAGE_KERNELS = frozenset(
+    f"triton.language.{name}"
+    for name, value in vars(triton.language).items()
+    if isinstance(value, triton.runtime.JITFunction)
+)
+
+
+class InterpretLanguageFunctions(Pass):
+    """Call interpreted copies of the ``triton.language`` functions that are themselves kernels.
+
+    Constraint: ``tl.max``, ``tl.sum``, ``tl.sort``, ``tl.rand`` and the rest
+    of ``triton.language.standard`` and ``triton.language.random`` are
+    ``triton.jit`` functions, decorated when Triton is imported; unless
+    ``TRITON_INTERPRET=1`` was set before that, calling one from an
+    interpreted kernel raises "Cannot call @triton.jit'd outside of the scope
+    of a kernel". Setting the variable would turn every kernel of the
+    process, the CUDA variant's too, into an interpreted one.
+
+    Each ``tl.name(...)`` whose target is a ``triton.jit`` function in the
+    installed Triton becomes ``ninetoothed_interpreted_name(...)``, bound once
+    at module level to ``interpreted(tl.name)``
+    (:func:`ninetoothed_ascend.runtime.interpreted`).
+    """
+
+    TRIGGERS = _LANGUAGE_KERNELS
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        name = self.resolve(node.func)
+
+        if name in self.TRIGGERS:
+            function_name = name.removeprefix("triton.language.")
+            self.interpreted.add(function_name)
+            node.func = ast.Name(f"ninetoothed_interpreted_{function_name}", ast.Load())
+            self.rewrote()
+
+        return node
+
+    def run(self, tree, module=None):
+        self.interpreted = set()
+
+        return super().run(tree, module)
+
+    def finish(self, tree):
+        if not self.interpreted:
+            return
+
+        insert_after_imports(
+            tree,
+            [
+                ast.parse(
+                    "from ninetoothed_ascend.runtime import interpreted "
+                    "as ninetoothed_ascend_interpreted"
+                ).body[0],
+                *(
+                    ast.parse(
+                        f"ninetoothed_interpreted_{name} = "
+                        f"ninetoothed_ascend_interpreted(tl.{name})"
+                    ).body[0]
+                    for name in sorted(self.interpreted)
+                ),
+            ],
+        )

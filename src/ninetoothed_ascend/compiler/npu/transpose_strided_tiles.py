@@ -1,0 +1,662 @@
+"""Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
+
+import ast
+import collections
+
+from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
+    COLLAPSES,
+    digit_groups,
+)
+from ninetoothed_ascend.compiler.passes import Pass, arange_positions
+from ninetoothed_ascend.compiler.syntax import (
+    Transformer,
+    clone,
+    keyword,
+    same,
+    statements,
+    summands,
+    walk,
+)
+
+#: Prefix of the constexpr parameter that selects the transposed load or store.
+FLAG_PREFIX = "ninetoothed_ascend_transposed_"
+
+#: The ``triton.language`` functions whose result's rank may differ from their operands'.
+RANK_CHANGING = tuple(
+    f"triton.language.{name}"
+    for name in (
+        "sum",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "reduce",
+        "xor_sum",
+        "reshape",
+        "view",
+        "ravel",
+        "expand_dims",
+        "broadcast_to",
+        "split",
+        "join",
+        "interleave",
+    )
+)
+
+
+class TransposeStridedTiles(Pass):
+    """Give a 2-D load or store with unit-stride rows and strided columns a transposed DMA, decided at the launch.
+
+    Constraint: BiShengIR plans a 2-D DMA whose innermost axis has a runtime
+    stride at about 96 bytes of UB per element in fp16, where the same tile
+    loaded with its unit-stride axis innermost, then transposed in the UB
+    (``tl.trans``), takes 12. Measured with ascendnpu-ir 1.2.0 (Ascend910B1;
+    ``bench/discrete_access.py examples/flatten/flat_sum_dim.py --bishengir
+    --contiguous``, docs/benchmarks.md):
+    ``flat_sum_dim`` reducing dim 0 of a contiguous ``(512, 64)`` tensor, a
+    16 x 512 tile whose rows step 1 and columns 64: 786,432 B (fp16) and
+    524,800 B (fp32), UB overflows; transposed, 98,432 B and 114,816 B.
+
+    This is the tile of a reduction over any ``dim`` written the way operator
+    libraries write it: ``dim`` moved last (a view), the other dimensions
+    flattened into rows (``ContiguousFlatAccess`` gives the rows their affine
+    fast path), so reducing a dimension other than the last of a contiguous
+    tensor makes the columns the strided axis.
+
+    Matched by structure, after ``ContiguousFlatAccess``: a ``tl.load`` whose
+    address is the pointer, one flattened row group ``L * t if FLAG else
+    <its digits>`` (``FLAG`` a constexpr the launch sets through
+    ``ninetoothed_ascend_collapses``) varying along the tile's outer axis,
+    and one column term ``C * s`` varying along the innermost axis, ``s`` a
+    stride parameter; every ``arange`` in the address and mask indexed 2-D
+    and every other name a scalar. Rewrite::
+
+        tl.trans(tl.load(<address and mask on FLAG's path, axes swapped>)) if T else <the load>
+
+    ``T`` a new constexpr the launch sets to ``FLAG and t == 1 and s != 1``:
+    a launch whose columns step 1 keeps the plain load, a strided one whose
+    rows do not collapse keeps the gather, and both paths load the same
+    elements (swapping every ``[:, None]`` and ``[None, :]`` of an address
+    and its mask addresses the transposed tile).
+
+    A ``tl.store`` of the same address form is rewritten the same way::
+
+        tl.store(<address and mask on FLAG's path, axes swapped>,
+                 tl.trans(value.to(P.dtype.element_ty))) if T else <the store>
+
+    ``P`` the address's base pointer, ``T`` the launch's ``C and t == 1 and
+    s != 1``, where ``C`` is ``FLAG``'s collapse test without the unit-stride
+    test ``ContiguousFlatAccess`` adds to a store's flag (a launch that sets
+    ``T`` leaves ``FLAG`` ``False``; ``FLAG``'s path is still the right
+    address wherever ``C`` holds). Only where the stored value is a 2-D
+    tile ``tl.trans`` can transpose (:meth:`_Rewriter.two_dimensional_tile`).
+    The value is converted to the output's type before it is transposed: the
+    transposed copy then takes the output's element size (transposed first,
+    2 B more per element in fp16).
+    Constraint (measured with ascendnpu-ir 1.2.0, Ascend910B1, 196,608 B of
+    UB; ``bench/conv2d_store.py --configs all``, docs/benchmarks.md, "conv2d's
+    NCHW output store as a transposed DMA"): conv2d's NCHW output of batch 1
+    seen as ``(N * P * Q, K)``, rows stepping 1 and filters ``P * Q``, stored
+    scalar (``ContiguousFlatAccess``'s store rule) takes 2
+    ``DiscreteMemAccess`` (one single-element write per element of the tile,
+    1,024 to 8,192) and as a plain DMA reaches ``hivmc`` in 2 of 10 configs
+    (fp16) and 5 of 10 (fp32); stored transposed it is one DMA, every config
+    reaches ``hivmc`` in both dtypes, for 6 B (fp16) and 4 B (fp32) of
+    planned UB per output element over the scalar store (at most 149,760 B).
+
+    Where the rows do not collapse whole but their digits below the outer
+    one do (conv2d's NCHW output of batch >= 2: the flat row index ``L = n *
+    P * Q + p * Q + q`` crosses images inside a tile), the transposed store
+    is taken per value ``n`` of the outer digit ``L // D``, within which the
+    address ``n * t0 + (L - n * D) * t`` is affine in ``L``::
+
+        if S:
+            V = tl.trans(value.to(P.dtype.element_ty))
+            for n in range(F // D, (F + B - 1) // D + 1):
+                tl.store(<FLAG's path with that row address, swapped>, V,
+                         mask=<its mask> & (L >= n * D) & (L < (n + 1) * D))
+        else:
+            <the transposed store's choice above, unchanged>
+
+    ``F + arange(0, B)`` the rows' flat index, ``S`` a new constexpr the
+    launch sets to ``collapses(<the inner digits>) and not C and t == 1 and
+    s != 1``: a launch whose rows collapse whole keeps the single DMA (its
+    specialization compiles the ``else`` alone, the source the single DMA
+    had before), one whose inner digits do not keeps the scalar store.
+    Only where the rows' general path is one group of digits with no
+    per-program offsets (:meth:`_Rewriter.segment_group`).
+    Constraint (measured with ascendnpu-ir 1.2.0, ``bench/conv2d_store.py
+    --case 0``, docs/benchmarks.md, "Batch >= 2: per-image segments"):
+    conv2d's NCHW output of batch 2 stored this way is 1
+    ``DiscreteMemAccess`` (the window load's) instead of 3, reaches
+    ``hivmc`` in every config with the single DMA's planned UB. The loop
+    form taken by batch 1 too (one iteration) made ``triton-adapter-opt``
+    crash nondeterministically on the batch-1 launch (about 1 compile in
+    10, reverted in 63f9a56); this form does not reach batch 1's compile.
+    """
+
+    # The per-image store is a loop over the images a tile reaches.
+    INTRODUCES = ("range",)
+
+    def run(self, tree, module=None):
+        self._count = 0
+
+        return super().run(tree, module)
+
+    def visit_Module(self, node):
+        for kernel, launch_call in self.module.launches():
+            flags = {
+                item.arg: _collapse_test(item.value)
+                for item in launch_call.keywords
+                if _collapse_test(item.value) is not None
+            }
+            arguments = launch_arguments(kernel, launch_call)
+            tiles = _tile_names(self, kernel)
+            rewriter = _Rewriter(self, kernel, launch_call, flags, arguments, tiles)
+            rewriter.visit(kernel)
+
+        return node
+
+    def new_flag(self):
+        name = f"{FLAG_PREFIX}{self._count}"
+        self._count += 1
+
+        return name
+
+
+class _Rewriter(Transformer):
+    def __init__(self, owner, kernel, launch_call, flags, arguments, tiles):
+        self.owner = owner
+        self.kernel = kernel
+        self.launch_call = launch_call
+        self.flags = flags
+        self.arguments = arguments
+        self.tiles = tiles
+        self._assigning = None
+        # ``id`` of each ``<transposed store> if T else <the store>`` made
+        # here -> ``(the store, FLAG, t, s)``, for :meth:`visit_Expr`.
+        self._stores = {}
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+
+        if not (
+            self.owner.is_call_to(node, "triton.language.load", "triton.language.store")
+            and node.args
+        ):
+            return node
+
+        is_store = self.owner.is_call_to(node, "triton.language.store")
+        match = self.store_match(node) if is_store else self.match(node)
+
+        if match is None:
+            return node
+
+        flag, unit_stride, column_stride = match
+        name = self.flag([clone(self.flags[flag])], unit_stride, column_stride)
+        transposed = SwapAxes().visit(on_path(clone(node), flag))
+        self.owner.rewrote()
+
+        if is_store:
+            # The value as the output's type, then transposed: swapping its
+            # axes (``SwapAxes``) would not transpose the value's own tiles.
+            value = ast.Call(
+                ast.Attribute(clone(node.args[1]), "to", ast.Load()),
+                [
+                    ast.Attribute(
+                        ast.Attribute(
+                            clone(next(summands(node.args[0]))), "dtype", ast.Load()
+                        ),
+                        "element_ty",
+                        ast.Load(),
+                    )
+                ],
+                [],
+            )
+            transposed.args[1] = self.trans(node, value)
+            choice = ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
+            self._stores[id(choice)] = (node, *match)
+
+            return choice
+
+        return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
+
+    def flag(self, collapse_tests, unit_stride, column_stride):
+        """A new constexpr parameter, which the launch sets to ``collapse_tests`` (``ast`` expressions) ``and t == 1 and s != 1``."""
+
+        name = self.owner.new_flag()
+        self.kernel.args.args.append(
+            ast.arg(name, ast.parse("triton.language.constexpr").body)
+        )
+        test = ast.BoolOp(
+            ast.And(),
+            [
+                *collapse_tests,
+                ast.Compare(clone(unit_stride), [ast.Eq()], [ast.Constant(1)]),
+                ast.Compare(clone(column_stride), [ast.NotEq()], [ast.Constant(1)]),
+            ],
+        )
+        self.launch_call.keywords.append(ast.keyword(name, test))
+
+        return name
+
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+
+        if id(node.value) not in self._stores:
+            return node
+
+        store, flag, unit_stride, column_stride = self._stores[id(node.value)]
+        group = self.segment_group(store, flag)
+
+        if group is None:
+            return node
+
+        # Rows that do not collapse whole (the transposed store's test fails)
+        # but do within each value of their outer digit.
+        inner = ast.Call(
+            ast.Name(COLLAPSES, ast.Load()),
+            [
+                ast.Tuple([clone(size) for size in arguments[1:]], ast.Load())
+                for arguments in (group.size_arguments, group.stride_arguments)
+            ],
+            [],
+        )
+        name = self.flag(
+            [inner, ast.UnaryOp(ast.Not(), clone(self.flags[flag]))],
+            unit_stride,
+            column_stride,
+        )
+
+        # Part of the store's rewrite, counted there.
+        return ast.If(
+            ast.Name(name, ast.Load()),
+            self.segments(store, flag, group, name),
+            [node],
+        )
+
+    def segment_group(self, store, flag):
+        """The :class:`~ninetoothed_ascend.compiler.npu.contiguous_flat_access.DigitGroup` of the rows of ``store`` (a matched store, ``FLAG`` its rows' flag), else ``None``.
+
+        The rows' general path must be that group's digits alone, its flat
+        index ``L`` one ``arange(0, B)`` (indexed 2-D) plus scalars, its outer
+        digit ``L // D`` and no digit offset: then within one value ``n`` of
+        the outer digit the address is ``n * t0 + (L - n * D) * t_inner``.
+        """
+
+        row = _flagged_row(store, flag)
+        groups = list(digit_groups(self.owner, row.orelse, self.arguments))
+
+        if len(groups) != 1:
+            return None
+
+        (group,) = groups
+        lanes = [
+            term
+            for term in summands(group.flat_index)
+            if arange_positions(self.owner, term)
+        ]
+        outer = group.digits[0]
+
+        if not (
+            len(group.terms) == len(list(summands(row.orelse)))
+            and not any(group.offsets)
+            and len(lanes) == 1
+            and isinstance(lanes[0], ast.Subscript)
+            and self.owner.is_call_to(lanes[0].value, "triton.language.arange")
+            and len(lanes[0].value.args) == 2
+            and isinstance(lanes[0].value.args[0], ast.Constant)
+            and lanes[0].value.args[0].value == 0
+            and isinstance(outer, ast.BinOp)
+            and isinstance(outer.op, ast.FloorDiv)
+            and same(outer.left, group.flat_index)
+        ):
+            return None
+
+        return group
+
+    def segments(self, store, flag, group, name):
+        """The statements that store ``store``'s value transposed, once, then one masked DMA per value of ``group``'s outer digit the tile's rows reach."""
+
+        flat = ast.unparse(group.flat_index)
+        images = ast.unparse(group.digits[0].right)
+        value = f"{name}_value"
+        index = f"{name}_index"
+        (lanes,) = [
+            term
+            for term in summands(group.flat_index)
+            if arange_positions(self.owner, term)
+        ]
+        first = (
+            " + ".join(
+                ast.unparse(term)
+                for term in summands(group.flat_index)
+                if term is not lanes
+            )
+            or "0"
+        )
+        segment = clone(store)
+        row = _flagged_row(segment, flag)
+        row.body = ast.parse(
+            f"({flat} - {index} * ({images})) * {group.strides[-1]}"
+            f" + {index} * {group.strides[0]}",
+            mode="eval",
+        ).body
+        segment = on_path(segment, flag)
+        bounds = (
+            f"({flat} >= {index} * ({images})) & ({flat} < ({index} + 1) * ({images}))"
+        )
+        mask = keyword(segment, "mask")
+
+        if mask is None:
+            segment.keywords.append(
+                ast.keyword("mask", ast.parse(bounds, mode="eval").body)
+            )
+        else:
+            mask.value = ast.parse(
+                f"({ast.unparse(mask.value)}) & {bounds}", mode="eval"
+            ).body
+
+        segment = SwapAxes().visit(segment)
+        segment.args[1] = ast.Name(value, ast.Load())
+        # The value as the output's type, then transposed, once: swapping its
+        # axes (``SwapAxes``) would not transpose the value's own tiles.
+        transposed = self.trans(
+            store,
+            ast.parse(
+                f"({ast.unparse(store.args[1])})"
+                f".to({ast.unparse(next(summands(store.args[0])))}.dtype.element_ty)",
+                mode="eval",
+            ).body,
+        )
+        extent = ast.unparse(lanes.value.args[-1])
+        loop = ast.parse(
+            f"for {index} in range(({first}) // ({images}),"
+            f" ({first} + {extent} - 1) // ({images}) + 1):\n    pass"
+        ).body[0]
+        loop.body = [ast.Expr(segment)]
+
+        return [ast.Assign([ast.Name(value, ast.Store())], transposed), loop]
+
+    def trans(self, call, node):
+        """``tl.trans(node)``, spelled through the module ``call`` (a ``tl`` call) is reached by."""
+
+        return ast.Call(
+            ast.Attribute(clone(call.func.value), "trans", ast.Load())
+            if isinstance(call.func, ast.Attribute)
+            else ast.parse("triton.language.trans").body[0].value,
+            [node],
+            [],
+        )
+
+    def store_match(self, store):
+        """``(FLAG, t, s)`` as :meth:`match` gives it, for a store of the matched form and a 2-D value, else ``None``."""
+
+        if not (
+            len(store.args) == 2
+            and all(item.arg == "mask" for item in store.keywords)
+            and isinstance(next(summands(store.args[0])), ast.Name)
+        ):
+            return None
+
+        # The address first: few stores have the matched one, and finding a
+        # value's rank follows the names it reads through the kernel.
+        match = self.address_match(store.args[0], keyword(store, "mask"))
+
+        if match is None or not self.two_dimensional_tile(store.args[1]):
+            return None
+
+        return match
+
+    def two_dimensional_tile(self, value, seen=frozenset()):
+        """Whether ``value`` is a 2-D tile: it holds, outside any call that changes a rank, a load of a 2-D address or a name the kernel assigns one.
+
+        Broadcasting keeps the highest rank of the operands, so one 2-D
+        operand makes the value 2-D. A name's every assignment has the same
+        rank (Triton's loop-carried values keep their type), so one 2-D
+        assignment (``acc = tl.zeros((M, N), ...)``) makes the name 2-D.
+        """
+
+        ranked = {
+            id(inner)
+            for node in walk(value)
+            if self.owner.is_call_to(node, *RANK_CHANGING)
+            for inner in walk(node)
+        }
+
+        for node in walk(value):
+            if id(node) in ranked:
+                continue
+
+            if (
+                self.owner.is_call_to(node, "triton.language.load")
+                and node.args
+                and arange_positions(self.owner, node.args[0])
+                and self.two_dimensional(node.args[0])
+            ):
+                return True
+
+            if (
+                self.owner.is_call_to(
+                    node, "triton.language.zeros", "triton.language.full"
+                )
+                and node.args
+                and isinstance(node.args[0], (ast.Tuple, ast.List))
+                and len(node.args[0].elts) == 2
+            ):
+                return True
+
+            if (
+                isinstance(node, ast.Name)
+                and node.id not in seen
+                and any(
+                    self.two_dimensional_tile(assigned, seen | {node.id})
+                    for assigned in self.assignments(node.id)
+                )
+            ):
+                return True
+
+        return False
+
+    def assignments(self, name):
+        """The values the kernel assigns to ``name`` (``=`` and ``+=``-style)."""
+
+        if self._assigning is None:
+            # The statements, found once; their values are read when asked,
+            # as this rewriter may have replaced a load in one meanwhile.
+            self._assigning = collections.defaultdict(list)
+
+            for node in walk(self.kernel):
+                if (
+                    isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                    and node.value is not None
+                ):
+                    targets = (
+                        node.targets if isinstance(node, ast.Assign) else [node.target]
+                    )
+
+                    for target in {
+                        target.id for target in targets if isinstance(target, ast.Name)
+                    }:
+                        self._assigning[target].append(node)
+
+        return [node.value for node in self._assigning.get(name, ())]
+
+    def match(self, load):
+        """``(FLAG, the launch's t, the launch's s)`` for a load of the matched form, else ``None``."""
+
+        other = keyword(load, "other")
+
+        if len(load.args) > 1 or (
+            other is not None and not isinstance(other.value, ast.Constant)
+        ):
+            return None
+
+        return self.address_match(load.args[0], keyword(load, "mask"))
+
+    def address_match(self, pointer, mask):
+        """``(FLAG, t, s)`` for an address ``pointer`` and ``mask`` (a keyword or ``None``) of the matched form, else ``None``."""
+
+        rows, columns = [], []
+
+        for term in summands(pointer):
+            positions = arange_positions(self.owner, term)
+
+            if positions == {1}:
+                rows.append(term)
+            elif positions == {0}:
+                columns.append(term)
+            elif positions:
+                return None
+
+        if not (len(rows) == 1 and len(columns) == 1):
+            return None
+
+        (row,), (column,) = rows, columns
+
+        if not (
+            isinstance(row, ast.IfExp)
+            and isinstance(row.test, ast.Name)
+            and row.test.id in self.flags
+            and isinstance(column, ast.BinOp)
+            and isinstance(column.op, ast.Mult)
+            and isinstance(column.right, ast.Name)
+            and column.right.id in self.arguments
+        ):
+            return None
+
+        unit = [
+            term
+            for term in summands(row.body)
+            if arange_positions(self.owner, term)
+            and isinstance(term, ast.BinOp)
+            and isinstance(term.op, ast.Mult)
+            and isinstance(term.right, ast.Name)
+            and term.right.id in self.arguments
+        ]
+
+        if len(unit) != 1:
+            return None
+
+        scope = [pointer] + ([mask.value] if mask is not None else [])
+
+        if not all(self.two_dimensional(node) for node in scope) or any(
+            isinstance(name, ast.Name) and name.id in self.tiles
+            for node in scope
+            for name in walk(node)
+        ):
+            return None
+
+        return (
+            row.test.id,
+            self.arguments[unit[0].right.id],
+            self.arguments[column.right.id],
+        )
+
+    def two_dimensional(self, node):
+        for inner in walk(node):
+            if self.owner.is_call_to(inner, "triton.language.arange"):
+                break
+        else:
+            return True
+
+        subscripted = {
+            id(inner.value)
+            for inner in walk(node)
+            if isinstance(inner, ast.Subscript)
+            and isinstance(inner.slice, ast.Tuple)
+            and len(inner.slice.elts) == 2
+        }
+
+        return all(
+            id(inner) in subscripted
+            for inner in walk(node)
+            if self.owner.is_call_to(inner, "triton.language.arange")
+        )
+
+
+class SwapAxes(ast.NodeTransformer):
+    """Swap the two axes of every 2-D index (``[:, None]`` <-> ``[None, :]``): an address and mask of a tile become those of its transpose."""
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+
+        if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2:
+            node.slice.elts.reverse()
+
+        return node
+
+
+def on_path(load, flag):
+    """``load`` (an ``ast`` node, changed in place) with every ``a if flag else b`` replaced by ``a``, ``flag`` a constexpr name: an access taken only where ``flag`` holds."""
+
+    class Take(ast.NodeTransformer):
+        def visit_IfExp(self, node):
+            self.generic_visit(node)
+
+            if isinstance(node.test, ast.Name) and node.test.id == flag:
+                return node.body
+
+            return node
+
+    return Take().visit(load)
+
+
+def _flagged_row(access, flag):
+    """The ``a if flag else b`` summand of the address of ``access`` (a matched ``tl.load`` or ``tl.store``): its rows."""
+
+    (row,) = [
+        term
+        for term in summands(access.args[0])
+        if isinstance(term, ast.IfExp)
+        and isinstance(term.test, ast.Name)
+        and term.test.id == flag
+    ]
+
+    return row
+
+
+def _collapse_test(value):
+    """The ``ninetoothed_ascend_collapses(...)`` call of a launch keyword's value, alone or ``and``-ed with stride tests (a store's flag), else ``None``."""
+
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
+        value = value.values[0]
+
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == COLLAPSES
+    ):
+        return value
+
+    return None
+
+
+def _tile_names(owner, kernel):
+    """Names the kernel assigns from an expression that holds ``arange`` or a load: tiles, not scalars."""
+
+    names = set()
+
+    # Assignments are statements: the expressions are not walked.
+    for node in statements(kernel):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            value = node.value
+
+            if value is not None and any(
+                owner.is_call_to(
+                    inner, "triton.language.arange", "triton.language.load"
+                )
+                for inner in walk(value)
+            ):
+                targets = (
+                    node.targets if isinstance(node, ast.Assign) else [node.target]
+                )
+                names.update(
+                    name.id
+                    for target in targets
+                    for name in walk(target)
+                    if isinstance(name, ast.Name)
+                )
+
+    return names

@@ -1,0 +1,200 @@
+"""Per-kernel dispatch: a :class:`Handle` whose ``__call__`` is written for its launch function's parameters.
+
+The generic :meth:`Handle.__call__` walks every argument, asks each whether
+it is a tensor and reads its device type: about a microsecond per call for
+three tensors. Every variant's launch function has the same parameters, and
+which of them are tensors is visible in its source, so each kernel gets a
+``__call__`` with exactly its launch function's parameters, which reads one
+boolean property per tensor (``is_cuda``, ``is_npu`` or ``is_cpu``) and
+calls the launch function directly. Anything the fast path does not recognize (mixed device
+types, a ``meta`` placeholder, an argument that is not a tensor, a first
+call) falls back to the generic path, which applies the device rule
+(:meth:`Handle.__call__`: ``meta`` tensors do not vote) and raises the errors.
+
+The parameters are read from NineToothed's source once, when the kernel is
+generated (:func:`launch_facts`), and stored with its cache entry; a handle
+made from a cache hit reads them from the entry.
+"""
+
+import ast
+import functools
+
+import torch
+
+from ninetoothed_ascend.compiler.passes import collection_paused
+from ninetoothed_ascend.compiler.syntax import walk
+from ninetoothed_ascend.jit.handle import Handle
+
+#: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.
+_DEVICE_PROPERTIES = {"cuda": "is_cuda", "npu": "is_npu", "cpu": "is_cpu"}
+
+#: Names the generated ``__call__`` uses itself; a launch parameter with one of them keeps the generic path.
+_GENERATED_NAMES = {"self", "launch", "Handle"}
+
+
+def new_handle(kernel_name, key, entry, cache=None, launches=None, on_call=()):
+    """Return a :class:`Handle` for ``entry`` with a ``__call__`` specialized to its launch function.
+
+    :param kernel_name: ``str``.
+    :param key: ``str``, the cache key.
+    :param entry: :class:`~ninetoothed_ascend.cache.Entry`; its ``launch``
+        facts (:func:`launch_facts`) decide the ``__call__``.
+    :param cache: as :class:`Handle`.
+    :param launches: as :class:`Handle`.
+    :param on_call: ``tuple`` of callables ``(handle, args, kwargs)`` called
+        before every call, or ``()``; see :class:`ObservedHandle`.
+    :return: an instance of a subclass of :class:`Handle`; of the plain
+        class when the entry names no launch parameters or no tensor
+        parameter, or a parameter is named like the generated code's own.
+    """
+
+    if on_call:
+        return ObservedHandle(kernel_name, key, entry, cache, launches, on_call)
+
+    facts = entry.launch or {}
+    parameters = facts.get("parameters")
+    tensors = tuple(facts.get("tensors", ()))
+
+    if parameters is None or not tensors or _GENERATED_NAMES.intersection(parameters):
+        return Handle(kernel_name, key, entry, cache, launches)
+
+    return _handle_class(tuple(parameters), tensors)(
+        kernel_name, key, entry, cache, launches
+    )
+
+
+class ObservedHandle(Handle):
+    """A :class:`Handle` that calls each of ``on_call`` with ``(handle, args, kwargs)`` before every call.
+
+    For tools that watch a program's calls (``ninetoothed-ascend record``,
+    see :func:`ninetoothed_ascend.jit.observe`); it dispatches through the
+    generic :meth:`Handle.__call__`.
+
+    :param on_call: ``tuple`` of callables.
+    """
+
+    def __init__(self, kernel_name, key, entry, cache, launches, on_call):
+        super().__init__(kernel_name, key, entry, cache, launches)
+        self.on_call = on_call
+
+    def __call__(self, *args, **kwargs):
+        for observer in self.on_call:
+            observer(self, args, kwargs)
+
+        return super().__call__(*args, **kwargs)
+
+
+def launch_facts(generated):
+    """Read, once per generated kernel, what its handles need to know about its launch function.
+
+    What its launches require of their arguments is added where a variant
+    whose launches are checked is built
+    (:func:`~ninetoothed_ascend.jit.variants.build_variant`), or at the
+    first checked launch (:attr:`~ninetoothed_ascend.jit.handle.Handle.requirements`).
+
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
+        ``parameters`` and ``tensors`` from :func:`launch_parameters`
+        (``None`` and ``[]`` when it cannot tell).
+    """
+
+    with collection_paused():
+        parameters = launch_parameters(generated.source, generated.launch_name)
+
+    return {
+        "parameters": list(parameters[0]) if parameters is not None else None,
+        "tensors": list(parameters[1]) if parameters is not None else [],
+    }
+
+
+def launch_parameters(source, launch_name):
+    """Read the parameters of the launch function ``launch_name`` in generated ``source``.
+
+    NineToothed's launch function passes every tensor parameter with its
+    ``.size(i)`` and ``.stride(i)``; scalar parameters (``Tensor(0)``) are
+    passed as they are. So a parameter is a tensor exactly when the function
+    calls ``.size`` or ``.stride`` on it.
+
+    :param source: ``str``, a generated module.
+    :param launch_name: ``str``.
+    :return: ``(parameters, tensor_parameters)``: ``tuple`` of ``str``, all
+        the parameters, and those that are tensors; ``None`` if the function
+        is not found or takes ``*args`` or ``**kwargs``.
+    """
+
+    start = source.find(f"\ndef {launch_name}(")
+
+    if start < 0:
+        return None
+
+    # The launch function is the module's last definition: parse only it.
+    (function,) = ast.parse(source[start:]).body[:1]
+    signature = function.args
+
+    if signature.vararg or signature.kwarg or signature.kwonlyargs:
+        return None
+
+    names = [argument.arg for argument in signature.args]
+    tensors = {
+        node.func.value.id
+        for node in walk(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("size", "stride")
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in names
+    }
+
+    return tuple(names), tuple(name for name in names if name in tensors)
+
+
+def _resolve_and_launch(variant):
+    # The first call through a specialized ``__call__`` lands here, then the
+    # launch function shadows this method on the instance.
+    def launch(self, *args, **kwargs):
+        launch = self.launch_for(variant)
+        setattr(self, f"_launch_{variant}", launch)
+
+        return launch(*args, **kwargs)
+
+    return launch
+
+
+class _SpecializedHandle(Handle):
+    _launch_cuda = _resolve_and_launch("cuda")
+    _launch_npu = _resolve_and_launch("npu")
+    _launch_cpu = _resolve_and_launch("cpu")
+
+
+@functools.cache
+def _handle_class(parameters, tensor_parameters):
+    arguments = ", ".join(parameters)
+    lines = [f"def __call__(self, {arguments}):", "    try:"]
+    branch = "if"
+
+    for variant, device_property in _DEVICE_PROPERTIES.items():
+        if not hasattr(torch.Tensor, device_property):  # ``is_npu`` needs torch_npu
+            continue
+
+        condition = " and ".join(
+            f"{tensor}.{device_property}" for tensor in tensor_parameters
+        )
+        lines += [
+            f"        {branch} {condition}:",
+            f"            launch = self._launch_{variant}",
+        ]
+        branch = "elif"
+
+    lines += [
+        "        else:",
+        "            launch = Handle.__call__",
+        "    except AttributeError:  # an argument that is not a tensor",
+        "        launch = Handle.__call__",
+        "    if launch is Handle.__call__:",
+        f"        return launch(self, {arguments})",
+        f"    return launch({arguments})",
+    ]
+    namespace = {"Handle": Handle}
+    exec(compile("\n".join(lines), f"<dispatch {arguments}>", "exec"), namespace)
+
+    return type("Handle", (_SpecializedHandle,), {"__call__": namespace["__call__"]})

@@ -1,0 +1,111 @@
+"""Reading bishengir-compile's output, and the line printed where ascendnpu-ir is missing (no compiler needed)."""
+
+import importlib.util
+import json
+
+import pytest
+
+from ninetoothed_ascend.check import bishengir
+
+# Captured from ascendnpu-ir 1.2.0 on examples/elementwise/add.py fp32
+# (BLOCK_SIZE 8192, unspecialized strides) and on the same kernel at 64.
+OVERFLOW = """\
+[ERROR] Cannot find hivmc under $PATH 
+[ERROR] Failed to run `hivmc --version`.
+[WARNING] Failed to detect hivmc version for backward compatibility
+[NOTE] Ub overflow detected; automatically set enable-code-motion to false and retrying compilation.
+[NOTE] Ub overflow detected; automatically set enable-auto-multi-buffer to false and retrying compilation.
+[NOTE] Due to Ub overflow, automatically set enable-code-motion to false, set enable-auto-multi-buffer to false; compilation still failed.
+loc("kernel.ttadapter.mlir":1:1): error: Failed to run BiShengHIR pipeline
+
+loc("kernel.ttadapter.mlir":2:3): error: ub overflow, requires 4194304 bits while 1572864 bits available! (possible reason: tiling basic block is too large or block number is more than what user expect due to multi-buffer feature is enabled and some ops need extra local buffer.)
+[ERROR] Failed to run BiShengIR pipeline
+"""
+
+
+REACHED_HIVMC = """\
+[ERROR] Cannot find hivmc under $PATH 
+[ERROR] Failed to run `hivmc --version`.
+[WARNING] Failed to detect hivmc version for backward compatibility
+[ERROR] Cannot find hivmc under $PATH 
+loc("kernel.ttadapter.mlir":1:1): error: External hivmc run fails, returning module before running external compiler
+[ERROR] Failed to run BiShengIR pipeline
+"""
+
+
+def test_an_overflow_gives_required_and_available_bytes():
+    result = bishengir.parse_output(OVERFLOW, seconds=0.5)
+
+    assert result.outcome == "ub_overflow"
+    assert (result.ub_required_bytes, result.ub_available_bytes) == (524288, 196608)
+    assert result.message.startswith(
+        'loc("kernel.ttadapter.mlir":2:3): error: ub overflow'
+    )
+    assert "Cannot find hivmc" not in result.message
+    assert result.seconds == 0.5
+
+
+def test_reaching_the_external_hivmc_step_is_success():
+    result = bishengir.parse_output(REACHED_HIVMC, arch="Ascend910B4")
+
+    assert (result.outcome, result.message, result.arch) == ("hivmc", "", "Ascend910B4")
+    assert result.ub_required_bytes is None
+
+
+def test_any_other_failure_keeps_the_compilers_error():
+    result = bishengir.parse_output(
+        "loc(\"kernel.ttadapter.mlir\":1:1): error: custom op 'garbage' is unknown\n"
+    )
+
+    assert result.outcome == "error"
+    assert "custom op 'garbage' is unknown" in result.message
+
+
+def test_the_planned_ub_is_the_end_of_the_highest_buffer(tmp_path):
+    # The shape of --enable-memory-display's report (ascendnpu-ir 1.2.0):
+    # extent in bits, one byte offset per multi-buffer copy.
+    report = {
+        "Record": [
+            {
+                "scope": "ub",
+                "memory_info_array": [
+                    {"extent": 16384, "offset": [0, 4096]},
+                    {"extent": 16384, "offset": [2048, 6144]},
+                ],
+            },
+            {"scope": "l1", "memory_info_array": [{"extent": 8, "offset": [1 << 20]}]},
+        ]
+    }
+    (tmp_path / "memory_info_aiv.json").write_text(json.dumps(report))
+
+    assert bishengir.planned_ub_bytes(tmp_path) == 8192
+
+
+def test_without_ascendnpu_ir_one_line_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+
+    line = bishengir.missing()
+
+    assert line.count("\n") == 0
+    assert "pip install 'ninetoothed-ascend[bishengir]'" in line
+
+    with pytest.raises(bishengir.BiShengIRNotInstalled, match="ascendnpu-ir"):
+        bishengir.compile_linalg("module {}")
+
+
+def test_an_unknown_soc_is_refused_by_name():
+    with pytest.raises(ValueError, match="Ascend910X"):
+        bishengir.compiler_path("Ascend910X")
+
+
+def test_noncontiguous_inputs_have_the_same_values_and_other_strides():
+    import torch
+
+    from ninetoothed_ascend.examples import noncontiguous
+
+    matrix, vector, scalar = torch.randn(3, 5), torch.randn(7), torch.tensor(2.0)
+    rows, shifted, same, number = noncontiguous((matrix, vector, scalar, 3))
+
+    assert torch.equal(rows, matrix) and rows.stride() == (6, 1)
+    assert torch.equal(shifted, vector) and shifted.data_ptr() % 16 != 0
+    assert same is scalar and number == 3

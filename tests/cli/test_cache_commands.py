@@ -1,0 +1,385 @@
+"""The cache commands: record, warm, ls, info, clear, export, import, doctor, and their errors."""
+
+import hashlib
+import io
+import json
+import os
+import sys
+import tarfile
+
+import pytest
+from click.testing import CliRunner
+from conftest import EXAMPLE_PATHS
+from helpers import ROOT
+
+from ninetoothed_ascend.cache import Cache
+from ninetoothed_ascend.cli import main
+
+DOWNSTREAM = ROOT / "tests" / "downstream"
+
+
+SRC = ROOT / "src"
+
+
+#: Recorded program: five of the fixture's operators, made and run on the CPU.
+RECORDED_OPS = ["add", "div", "where_max", "relu_add", "abs_add"]
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, [str(arg) for arg in args], env=env)
+
+
+def record(cache_dir, manifest, *python_args):
+    """``record`` ``python *python_args``, with the downstream operators importable, into ``cache_dir`` and ``manifest``."""
+
+    env = os.environ | {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
+    }
+    result = invoke(
+        "record", "-o", manifest, "--", sys.executable, *python_args, env=env
+    )
+
+    assert result.exit_code == 0, result.output
+
+
+def tree(directory):
+    """Every file of a cache's layout, by relative path, with its bytes."""
+
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for sub in ("kernels", "sources")
+        for path in sorted((directory / sub).glob("*"))
+    }
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """``record`` of the downstream program: its cache directory and manifest."""
+
+    base = tmp_path_factory.mktemp("recorded")
+    cache_dir, manifest = base / "cache", base / "manifest.json"
+    record(cache_dir, manifest, "-m", "downstream_ops", *RECORDED_OPS)
+
+    return cache_dir, manifest
+
+
+def test_record_writes_a_versioned_manifest_of_every_kernel(recorded):
+    cache_dir, manifest = recorded
+    document = json.loads(manifest.read_text())
+
+    assert document["format"] == "ninetoothed-ascend-manifest"
+    assert document["version"] == 1
+    assert [k["kernel_name"] for k in document["kernels"]] == RECORDED_OPS
+    assert sorted(k["key"] for k in document["kernels"]) == Cache(cache_dir).keys()
+
+    first = document["kernels"][0]
+    assert first["origin"] == {
+        "arrangement": "downstream_ops.kernels:arrangement",
+        "application": "downstream_ops.kernels:add",
+    }
+    assert first["calls"] == [
+        {
+            "device": "cpu",
+            "args": [{"tensor": [3, 100], "stride": [100, 1], "dtype": "float32"}] * 3,
+        }
+    ]
+
+
+def test_warm_from_the_manifest_reproduces_every_variant_byte_for_byte(
+    recorded, tmp_path
+):
+    cache_dir, manifest = recorded
+    fresh = tmp_path / "fresh"
+
+    result = invoke("warm", manifest, "-j", "2", "--json", "--cache-dir", fresh)
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["counts"] == {"built": 5, "cached": 0, "failed": 0}
+    assert tree(fresh) == tree(cache_dir)
+    assert len(tree(fresh)) == 5 * 4  # an entry and three sources per kernel
+
+    again = invoke("warm", manifest, "--cache-dir", fresh)
+
+    assert again.exit_code == 0, again.output
+    assert (
+        "5 kernels in" in again.output and "0 built, 5 cached, 0 failed" in again.output
+    )
+
+
+def test_warm_from_a_module_path(tmp_path):
+    cache_dir = tmp_path / "cache"
+    args = ("warm", EXAMPLE_PATHS["add"], "--json", "--cache-dir", cache_dir)
+
+    first = json.loads(invoke(*args).output)
+    second = json.loads(invoke(*args).output)
+
+    assert [k["status"] for k in first["kernels"]] == ["built"]
+    assert [k["status"] for k in second["kernels"]] == ["cached"]
+    assert first["kernels"][0]["kernel_name"] == "add"
+    assert Cache(cache_dir).keys() == [first["kernels"][0]["key"]]
+
+
+def test_ls_info_and_clear(recorded, tmp_path):
+    cache_dir, manifest = recorded
+    copy = tmp_path / "copy"
+    assert invoke("warm", manifest, "--cache-dir", copy).exit_code == 0
+    key = Cache(copy).keys()[0]
+
+    listing = invoke("ls", "--json", "--cache-dir", copy)
+    kernels = json.loads(listing.output)["kernels"]
+    assert sorted(k["kernel_name"] for k in kernels) == sorted(RECORDED_OPS)
+    assert {k["status"] for k in kernels} == {"ok"}
+
+    info = invoke("info", key[:10], "--cache-dir", copy)
+    assert info.exit_code == 0, info.output
+    assert f"key: {key}" in info.output
+    assert "npu:" in info.output and "rewrites: FoldTrueMask" in info.output
+    assert "npu: precision (LowerFloat64): on fp64 tensors" in info.output
+
+    one = invoke("clear", key[:10], "--cache-dir", copy)
+    assert one.exit_code == 0 and "removed 1 kernels and 3 sources" in one.output
+    assert key not in Cache(copy).keys() and len(Cache(copy).keys()) == 4
+
+    (copy / "keep.txt").write_text("not ours")
+    everything = invoke("clear", "--cache-dir", copy)
+    assert everything.exit_code == 0
+    assert Cache(copy).keys() == [] and not list(copy.glob("sources/*"))
+    assert (copy / "keep.txt").exists()
+
+
+def test_export_then_import_ships_the_cache(recorded, tmp_path):
+    cache_dir, _ = recorded
+    archive = tmp_path / "cache.tar.gz"
+    target = tmp_path / "target"
+
+    exported = invoke("export", archive, "--cache-dir", cache_dir)
+    assert exported.exit_code == 0, exported.output
+    assert "exported 5 kernels (15 sources)" in exported.output
+
+    imported = invoke("import", archive, "--cache-dir", target)
+    assert imported.exit_code == 0, imported.output
+    assert tree(target) == tree(cache_dir)
+
+    for key in Cache(target).keys():
+        assert Cache(target).load(key) is not None
+
+
+def rewrite_archive(source, destination, change):
+    with tarfile.open(source) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive}
+
+    members = change(members)
+
+    with tarfile.open(destination, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def tamper_source(members):
+    name = next(n for n in members if n.startswith("sources/"))
+    return members | {name: members[name] + b"\nimport os\n"}
+
+
+def drop_source(members):
+    name = next(n for n in members if n.startswith("sources/"))
+    return {n: d for n, d in members.items() if n != name}
+
+
+def add_traversal(members):
+    data = b"print('pwned')\n"
+    return members | {"../escape.py": data}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (tamper_source, "does not match its sha256"),
+        (drop_source, "which is missing"),
+        (add_traversal, "unexpected member '../escape.py'"),
+    ],
+    ids=["tampered", "incomplete", "path-traversal"],
+)
+def test_a_bad_archive_is_refused_and_nothing_is_written(
+    recorded, tmp_path, change, message
+):
+    cache_dir, _ = recorded
+    good, bad = tmp_path / "good.tar.gz", tmp_path / "bad.tar.gz"
+    target = tmp_path / "target"
+    assert invoke("export", good, "--cache-dir", cache_dir).exit_code == 0
+    rewrite_archive(good, bad, change)
+
+    result = invoke("import", bad, "--cache-dir", target)
+
+    assert result.exit_code == 1
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert tree(target) == {}
+    assert not (tmp_path / "escape.py").exists()
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        (lambda d: d / "missing.json", "cannot read manifest"),
+        (lambda d: write(d / "garbage.json", "{ nope"), "is not JSON"),
+        (
+            lambda d: write(d / "other.json", '{"a": 1}'),
+            "is not a ninetoothed-ascend manifest",
+        ),
+        (
+            lambda d: write(
+                d / "future.json",
+                '{"format": "ninetoothed-ascend-manifest", "version": 2, "kernels": []}',
+            ),
+            "is manifest version 2",
+        ),
+        (
+            lambda d: write(
+                d / "partial.json",
+                '{"format": "ninetoothed-ascend-manifest", "version": 1, '
+                '"environment": {}, "kernels": [{"key": "x"}]}',
+            ),
+            "kernel 0 has no valid 'definition' field",
+        ),
+        (
+            lambda d: write(
+                d / "old-ninetoothed.json",
+                '{"format": "ninetoothed-ascend-manifest", "version": 1, '
+                '"environment": {"python": "3.11.7", "ninetoothed": "0.1.0"}, "kernels": []}',
+            ),
+            "was recorded with",
+        ),
+    ],
+    ids=[
+        "missing",
+        "garbage",
+        "not-a-manifest",
+        "other-version",
+        "partial",
+        "other-ninetoothed",
+    ],
+)
+def test_bad_manifest_is_one_clear_line(tmp_path, manifest, message):
+    cache_dir = tmp_path / "cache"
+
+    result = invoke("warm", manifest(tmp_path), "--cache-dir", cache_dir)
+
+    assert result.exit_code == 1
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not list(cache_dir.rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("info", "0123abc"), "no cached kernel has a key starting with '0123abc'"),
+        (("clear", "0123abc"), "no cached kernel has a key starting with '0123abc'"),
+        (
+            ("warm", "no_such_module_anywhere"),
+            "no such file, directory or importable module",
+        ),
+        (
+            ("export", "--key", "feed"),
+            "no cached kernel has a key starting with 'feed'",
+        ),
+        (
+            ("check", "examples/no_such.py"),
+            "no such file or directory, and not a cache key",
+        ),
+        (("check", "beef"), "no cached kernel has a key starting with 'beef'"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path, args, message):
+    (tmp_path / "cache").mkdir()  # read-only commands need one that exists
+
+    result = invoke(*args, "--cache-dir", tmp_path / "cache")
+
+    assert result.exit_code == 1
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_record_of_a_command_that_cannot_run(tmp_path):
+    manifest = tmp_path / "m.json"
+
+    result = invoke("record", "-o", manifest, "--", "/no/such/program")
+
+    assert result.exit_code == 1
+    assert "cannot run /no/such/program" in result.output
+    assert not manifest.exists()
+
+
+def test_doctor_reports_the_toolchain_and_cache(cache_dir):
+    import triton
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0, result.output
+    assert f"triton {triton.__version__}" in result.output
+    assert f"cache dir:            {cache_dir}" in result.output
+    assert "npu devices:" in result.output
+
+
+def test_sources_in_the_cache_match_their_names(recorded):
+    cache_dir, _ = recorded
+
+    for source in (cache_dir / "sources").glob("*.py"):
+        assert hashlib.sha256(source.read_bytes()).hexdigest() == source.stem
+
+
+CALL_TWO_KERNELS = """
+import torch
+import ninetoothed_ascend
+from downstream_ops import ops
+x, y = torch.randn(4, 64), torch.rand(4, 64) + 0.5
+for op in ("add", "where_max"):
+    try:
+        ops.run(op, x, y)
+    except Exception:  # triton-ascend's interpreter need not run them: the types are recorded
+        pass
+"""
+
+
+@pytest.mark.ascend
+def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
+    cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
+    record(cache_dir, manifest, "-c", CALL_TWO_KERNELS)
+
+    # The recorded calls are what this is about; BiShengIR's verdict on the
+    # kernels is tests/test_bishengir.py's (at 8192 lanes these overflow UB).
+    every = invoke(
+        "check", "--manifest", manifest, "--cache-dir", cache_dir, "--no-bishengir"
+    )
+
+    assert every.exit_code == 0, every.output
+    assert "2 kernels, 0 failures" in every.output
+    assert every.output.count("passed ttir and ttadapter") == 2
+
+    key = Cache(cache_dir).keys()[0]
+    one = invoke(
+        "check",
+        key[:10],
+        "--manifest",
+        manifest,
+        "--cache-dir",
+        cache_dir,
+        "--no-bishengir",
+    )
+
+    assert one.exit_code == 0, one.output
+    assert "1 kernels, 0 failures" in one.output
+
+    no_calls = invoke("check", key[:10], "--cache-dir", cache_dir)
+
+    assert no_calls.exit_code == 1
+    assert "has no recorded call" in no_calls.output

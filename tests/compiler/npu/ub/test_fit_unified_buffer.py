@@ -1,0 +1,313 @@
+"""FitUnifiedBuffer: configs chosen by the UB model, at generation and at the launch (level 1)."""
+
+import ast
+import itertools
+
+import pytest
+from helpers import example_cases, rewrite, shared_example
+from ub_helpers import AUTOTUNED, FLATTENED, STRIDED, record_launch
+
+from ninetoothed_ascend.compiler.npu.filter_autotune_key import FilterAutotuneKey
+from ninetoothed_ascend.compiler.npu.ub import fit_unified_buffer as ub_configs
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
+    FitUnifiedBuffer,
+    kernel_configs,
+    launch_configs,
+)
+from ninetoothed_ascend.compiler.npu.ub.model import footprint
+from ninetoothed_ascend.compiler.passes import RewriteError, run_pipeline
+from ninetoothed_ascend.compiler.pipelines import NPU
+from ninetoothed_ascend.compiler.syntax import import_aliases, resolve
+from ninetoothed_ascend.compiler.target import Soc, Target, soc
+from ninetoothed_ascend.jit.handle import VariantUnavailableError
+
+#: FitUnifiedBuffer names the parameters its configs depend on;
+#: FilterAutotuneKey puts them first in the key.
+KEYED = (FilterAutotuneKey,)
+
+
+def fitted_sizes(source):
+    tree = ast.parse(source)
+
+    return [config["B"] for _, configs in kernel_configs(tree) for config in configs]
+
+
+def test_fit_unified_buffer_grows_blocks_to_the_budget(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+    # 12 bytes per element (a double-buffered load and a result): NineToothed's
+    # 32 and 1024, and 1024 doubled while it fits.
+    assert fitted_sizes(source) == [32, 1024, 2048, 4096]
+    assert "num_warps=8" in source
+    assert count == 1
+
+
+def test_fit_unified_buffer_shrinks_blocks_below_nineToothed_s(monkeypatch):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 8))
+    source, _ = rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+    assert fitted_sizes(source) == [8]
+
+
+def test_fit_unified_buffer_names_the_smallest_footprint_when_nothing_fits(
+    monkeypatch,
+):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8")
+
+    with pytest.raises(RewriteError, match=r"\{'B': 1\}, needs 12 bytes"):
+        rewrite(FitUnifiedBuffer, AUTOTUNED)
+
+
+HEAD_DIM_SIZED = """
+import triton
+import triton.language
+
+@triton.jit
+def kernel(p, q, n, D: triton.language.constexpr, B: triton.language.constexpr):
+    pid = triton.language.program_id(0)
+    x = triton.language.load(p + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :])
+    triton.language.store(q + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :], x + 1)
+
+tuned = triton.autotune(configs=[triton.Config({'B': 16}, num_warps=8), triton.Config({'B': 32}, num_warps=8)], key=['n'])(kernel)
+
+def launch(p, q):
+    tuned[lambda meta: ((p.size(0) + meta['B'] - 1) // meta['B'],)](p, q, p.size(0), p.size(1))
+"""
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
+    monkeypatch,
+):
+    # 12 bytes per element; 12 KB fit B x D = 1024: both of NineToothed's
+    # configs up to D = 32, only B = 16 at D = 64, halvings beyond.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
+    source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
+    tree = ast.parse(source)
+
+    def tried(d):
+        return [config["B"] for config in launch_configs(tree, {"D": d})]
+
+    assert count == 1
+    assert tried(8) == tried(16) == tried(32) == [16, 32]
+    assert tried(64) == [16]
+    assert tried(100) == tried(128) == [8]
+    assert tried(1024) == [1]
+    assert "key=['D', 'n']" in source
+
+    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
+    recorded = []
+
+    class Tuned:
+        def __getitem__(self, grid):
+            return lambda *args: recorded.append(args)
+
+    class Tensor:
+        def __init__(self, d):
+            self.d = d
+
+        def size(self, axis):
+            return (64, self.d)[axis]
+
+    namespace = {"tuned": Tuned()}
+    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
+    namespace["launch"](Tensor(1024), Tensor(1024))
+    assert len(recorded) == 1
+
+    # 2048 lanes of D do not fit even with B = 1: refused before compiling.
+    with pytest.raises(
+        ValueError, match=r"kernel `kernel` cannot run sizes \(2048,\) of D"
+    ):
+        namespace["launch"](Tensor(2048), Tensor(2048))
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypatch):
+    # 12 bytes per lane contiguous, 68 strided: 48 KB fit 4096 and 512 lanes
+    # (NineToothed's 32 and 1024 are the strided candidates: only 32 fits).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, STRIDED, then=KEYED)
+    tree = ast.parse(source)
+
+    def tried(s, t):
+        return [config["B"] for config in launch_configs(tree, {"s": s, "t": t})]
+
+    assert count == 1
+    assert tried(1, 1) == [32, 1024, 2048, 4096]
+    assert tried(2, 1) == tried(1, 3) == [32]
+    assert "key=['s', 't', 'n']" in source
+
+
+def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_layout_flags(
+    monkeypatch,
+):
+    # 12 bytes per lane with the flag true, 48 with it false: 48 KB fit
+    # 4096 lanes, or 1024 (NineToothed's 32 and 1024, not extended).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, count = rewrite(FitUnifiedBuffer, FLATTENED, then=KEYED)
+    tree = ast.parse(source)
+
+    def tried(flag, s1=1):
+        named = {"s1": s1, "F": flag}
+
+        return [config["B"] for config in launch_configs(tree, named)]
+
+    assert count == 1
+    assert tried(True) == [32, 1024, 2048, 4096]
+    assert tried(False) == tried(True, s1=2) == [32, 1024]
+    assert "key=['s1', 'F', 'n']" in source
+
+
+STRIDED_HEAD_DIM = (
+    HEAD_DIM_SIZED.replace(
+        "triton.language.arange(0, D)[None, :]",
+        "triton.language.arange(0, D)[None, :] * s",
+    )
+    .replace("n, D:", "n, s, D:")
+    .replace("p.size(0), p.size(1))", "p.size(0), p.stride(1), p.size(1))")
+)
+
+
+def test_fit_unified_buffer_refuses_a_strided_launch_that_cannot_fit(monkeypatch):
+    # 12 KB: contiguous (12 bytes per element), B x D = 1024 as in the
+    # head-dimension test; strided rows (68 bytes per element) fit B x D =
+    # 180, so at most D = 128 (B = 1).
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
+    source, _ = rewrite(FitUnifiedBuffer, STRIDED_HEAD_DIM)
+    tree = ast.parse(source)
+
+    def tried(d, s):
+        return [config["B"] for config in launch_configs(tree, {"D": d, "s": s})]
+
+    assert tried(64, 1) == [16]
+    assert tried(64, 2) == [2]
+    assert tried(128, 2) == [1]
+
+    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
+    recorded = []
+
+    class Tuned:
+        def __getitem__(self, grid):
+            return lambda *args: recorded.append(args)
+
+    class Tensor:
+        def __init__(self, d, stride):
+            self.d, self.step = d, stride
+
+        def size(self, axis):
+            return (64, self.d)[axis]
+
+        def stride(self, axis):
+            return self.step
+
+    namespace = {"tuned": Tuned()}
+    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
+    namespace["launch"](Tensor(256, 1), Tensor(256, 1))
+    namespace["launch"](Tensor(128, 2), Tensor(128, 2))
+    assert len(recorded) == 2
+
+    with pytest.raises(
+        ValueError,
+        match=r"kernel `kernel` cannot run on Ascend with an innermost stride other "
+        r"than 1 \(s\) with D above 128: .* needs 17408 bytes .* "
+        r"Pass contiguous tensors",
+    ):
+        namespace["launch"](Tensor(256, 2), Tensor(256, 2))
+
+    assert len(recorded) == 2
+
+
+@pytest.mark.parametrize(("name", "dtype", "case"), example_cases("ub_fit"))
+def test_every_npu_config_of_every_example_fits_the_ub(name, dtype, case):
+    module = shared_example(name)
+    tree = ast.parse(module.kernel.source("npu"))
+    aliases = import_aliases(tree)
+    function = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == module.kernel.kernel_name
+    )
+    # The launch's constexprs (caller-given block sizes, shapes made
+    # constexpr, the layout flags it computes), with each autotune config
+    # on top. Recorded through the NPU variant; where it cannot be imported
+    # here (triton-ascend's libdevice), through the CPU variant: the same
+    # kernel parameters, less the layout flags.
+    inputs = module.inputs("cpu", dtype, **case)
+
+    try:
+        _, args, kwargs = record_launch(module, inputs)
+    except VariantUnavailableError:
+        _, args, kwargs = record_launch(module, inputs, variant="cpu")
+    names = [argument.arg for argument in function.args.args]
+    named = dict(zip(names, args)) | kwargs
+    constants = {
+        argument.arg: named[argument.arg]
+        for argument in function.args.args
+        if argument.annotation is not None
+        and resolve(argument.annotation, aliases) == "triton.language.constexpr"
+        and argument.arg in named
+    }
+    # And the integers a launch specializes (equal to 1: unit strides).
+    constants |= {
+        name: value
+        for name, value in named.items()
+        if type(value) is int and value == 1
+    }
+    configs = launch_configs(tree, named)
+
+    for config in configs or [{}]:
+        assert footprint(function, aliases, constants | config).peak <= soc().ub_bytes
+
+
+@pytest.mark.parametrize(
+    "name", ["matmul", "bmm", "flash_attention", "conv2d", "paged_attention"]
+)
+def test_fit_unified_buffer_chooses_what_measuring_every_combination_chooses(
+    name, monkeypatch
+):
+    # FitUnifiedBuffer skips combinations that dominate one that overflowed
+    # (all block sizes at least 2); the NPU variant must be what measuring
+    # every combination gives.
+    source = shared_example(name).kernel.source("cuda")
+    target = Target.from_environment("npu")
+    pruned = run_pipeline(source, NPU, target).source
+
+    def every_combination(names, values, measure, budget):
+        combinations = itertools.product(*(values[name] for name in names))
+        measured = ((measure(dict(zip(names, sizes))), sizes) for sizes in combinations)
+
+        return [
+            (bytes_, dict(zip(names, sizes)))
+            for bytes_, sizes in measured
+            if bytes_ <= budget
+        ]
+
+    monkeypatch.setattr(ub_configs, "_fitting", every_combination)
+
+    assert run_pipeline(source, NPU, target).source == pruned
+
+
+class _MeasuringEachLaunchSizeAfresh(FitUnifiedBuffer):
+    # Forgets, at each launch size, the block sizes that overflowed at a smaller one.
+    def choose(self, *args, overflowed=None, **kwargs):
+        return super().choose(*args, **kwargs)
+
+
+@pytest.mark.parametrize("ub_bytes", [196608, 65536])
+@pytest.mark.parametrize("name", ["flash_attention", "attention_optional_mask"])
+def test_fit_unified_buffer_chooses_what_measuring_each_launch_size_afresh_chooses(
+    name, ub_bytes
+):
+    # Block sizes that overflowed at a smaller launch size are not measured
+    # at a larger one; the NPU variant (its configs, pruner table and launch
+    # refusals) must be what measuring them gives. The smaller UB makes
+    # more of them overflow, and the launch sizes refused sooner.
+    source = shared_example(name).kernel.source("cuda")
+    target = Target(variant="npu", soc=Soc(ub_bytes=ub_bytes))
+    afresh = tuple(
+        _MeasuringEachLaunchSizeAfresh if pass_ is FitUnifiedBuffer else pass_
+        for pass_ in NPU
+    )
+    remembered = run_pipeline(source, NPU, target).source
+
+    assert "ninetoothed_fit_unified_buffer_" in remembered
+    assert run_pipeline(source, afresh, target).source == remembered

@@ -1,0 +1,181 @@
+"""The UB model on small modules (level 1)."""
+
+import ast
+import textwrap
+
+import pytest
+from helpers import shared_example
+from ub_helpers import FLATTENED, STRIDED
+
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
+    kernel_configs,
+)
+from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize, footprint
+from ninetoothed_ascend.compiler.syntax import import_aliases
+
+
+def model(source, constexprs, **options):
+    tree = ast.parse(textwrap.dedent(source))
+    kernel = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
+
+    return footprint(kernel, import_aliases(tree), constexprs, **options)
+
+
+ELEMENTWISE = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(p, q, n, B: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(p + pid * B + tl.arange(0, B), mask=pid * B + tl.arange(0, B) < n, other=0)
+    tl.store(q + pid * B + tl.arange(0, B), x + 1, mask=pid * B + tl.arange(0, B) < n)
+"""
+
+
+def test_model_counts_double_buffered_loads_and_results():
+    # load: 1024 * 4 bytes, twice (multibuffer); x + 1: 1024 * 4 bytes.
+    assert model(ELEMENTWISE, {"B": 1024}).peak == 8192 + 4096
+    assert model(ELEMENTWISE, {"B": 1024}).loads == 4096
+    assert model(ELEMENTWISE, {"B": 1024}, multibuffer=False).peak == 4096 + 4096
+
+
+def test_model_uses_element_sizes_by_pointer_parameter():
+    assert model(ELEMENTWISE, {"B": 1024}, elem_sizes={"p": 2}).peak == 4096 + 2048
+
+
+def test_model_sizes_casts_by_their_target_and_reductions_as_scalars():
+    source = """
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        x = tl.cast(tl.load(p + tl.arange(0, B)[None, :]), tl.float16)
+        s = tl.sum(x * x)
+        tl.store(q + tl.arange(0, B)[None, :], x / s)
+    """
+    # Peak at the store: x (2-byte, live) + x / s (2-byte); before it, the
+    # load (2 * 4 bytes) and its cast (2 bytes) at once.
+    assert model(source, {"B": 256}).peak == 256 * (8 + 2)
+
+
+def test_model_keeps_loop_carried_tiles_live_and_sizes_dots_in_fp32():
+    source = """
+    import triton.language as tl
+    def kernel(a, b, c, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+        acc = tl.zeros((M, N), dtype=tl.float32)
+        for k in range(K):
+            x = tl.load(a + tl.arange(0, M)[:, None] + tl.arange(0, BK)[None, :])
+            y = tl.load(b + tl.arange(0, BK)[:, None] + tl.arange(0, N)[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + tl.arange(0, M)[:, None] + tl.arange(0, N)[None, :], acc)
+    """
+    sizes = {"M": 64, "N": 32, "BK": 16}
+    loads = 2 * 4 * (64 * 16 + 16 * 32)
+    # At `acc += dot`: acc (live through the loop), x and y, the dot's
+    # result and the sum (the model allocates every result, no in-place update).
+    assert model(source, sizes).peak == 64 * 32 * 4 + loads + 2 * 64 * 32 * 4
+
+
+def test_model_counts_loads_inside_a_tile_method_call():
+    # NineToothed writes casts as methods of expressions: `(s * load(q)).to(t)`.
+    source = """
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        x = (2.0 * tl.load(p + tl.arange(0, B))).to(tl.float16)
+        tl.store(q + tl.arange(0, B), x)
+    """
+    # Peak: the load (2 * 4 bytes) and the product (4 bytes); the cast (2
+    # bytes) is computed from the product alone.
+    assert model(source, {"B": 1024}).loads == 4096
+    assert model(source, {"B": 1024}).peak == 1024 * (8 + 4)
+
+
+def test_model_raises_for_an_extent_it_was_not_given():
+    with pytest.raises(UnknownSize):
+        model(ELEMENTWISE, {})
+
+
+def test_model_counts_strided_accesses_at_32_bytes_per_element():
+    tree = ast.parse(STRIDED)
+    kernel = tree.body[2]
+    aliases = import_aliases(tree)
+
+    def peak(**options):
+        return footprint(kernel, aliases, {"B": 1024} | options).peak
+
+    # Contiguous (s = t = 1, as a launch specializes them): 12 bytes per lane.
+    assert peak(s=1, t=1) == 1024 * 12
+    assert footprint(kernel, aliases, {"B": 1024}, contiguous=True).peak == 1024 * 12
+    contiguous = footprint(kernel, aliases, {"B": 1024}, contiguous=True)
+    assert contiguous.unit_strides == {"s", "t"}
+    # Strided: the load's 32-byte block per element, single-buffered, live
+    # at the store with the result and the store's own 32-byte blocks.
+    assert peak() == peak(s=2) == 1024 * (32 + 4 + 32)
+
+
+def test_model_prices_a_flattened_gather_by_its_layout_flag():
+    tree = ast.parse(FLATTENED)
+    kernel = tree.body[2]
+    aliases = import_aliases(tree)
+
+    def peak(**options):
+        return footprint(kernel, aliases, {"B": 1024, "s1": 1} | options).peak
+
+    # The flag true: the affine address, a double-buffered load and x + 1.
+    assert peak(F=True) == 1024 * 12
+    # False: the gather's 32-byte blocks and its index vectors (16 bytes per
+    # lane, to the statement's end; flat_cast/flat_mul, BiShengIR).
+    assert peak(F=False) == 1024 * (32 + 16)
+    flags = footprint(kernel, aliases, {"B": 1024}, contiguous=True).layout_flags
+    assert flags == {"F"}
+
+
+def test_model_drops_a_reduced_negative_axis():
+    source = """
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(p, q, B: tl.constexpr):
+        x = tl.load(p + tl.arange(0, B)[:, None] * 4 + tl.arange(0, 4)[None, :])
+        tl.store(q + tl.arange(0, B), tl.max(x, axis=-1))
+    """
+
+    # A (B, 4) load, double-buffered, and its (B,) maximum; before, the
+    # maximum kept its 4 lanes and the store broadcast it to B x B.
+    # The reduction adds its scratch (2 bytes per lane reduced).
+    assert model(source, {"B": 256}).peak == 256 * 4 * (4 * 2 + 2) + 256 * 4
+
+
+@pytest.mark.parametrize("name", ["flash_attention", "conv2d", "matmul"])
+def test_one_kernel_model_gives_what_a_fresh_model_gives_for_each_set_of_values(
+    name,
+):
+    # KernelModel keeps what does not depend on the values between
+    # footprints; nothing that does may leak from one set to the next.
+    tree = ast.parse(shared_example(name).kernel.source("cuda"))
+    aliases = import_aliases(tree)
+    ((kernel, configs),) = kernel_configs(tree)
+    sizes = [
+        {**config, **dict.fromkeys(_launch_sized(kernel, aliases, config), value)}
+        for config in configs[:3]
+        for value in (16, 64)
+    ]
+    model = KernelModel(kernel, aliases)
+
+    for contiguous in (True, False, True):
+        for constexprs in sizes:
+            assert model.footprint(constexprs, contiguous=contiguous) == footprint(
+                kernel, aliases, constexprs, contiguous=contiguous
+            )
+
+
+def _launch_sized(kernel, aliases, config):
+    known = dict(config)
+
+    while True:
+        try:
+            footprint(kernel, aliases, known, contiguous=True)
+        except UnknownSize as error:
+            known[error.args[0]] = 16
+            continue
+
+        return sorted(set(known) - set(config))
