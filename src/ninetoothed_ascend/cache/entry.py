@@ -1,0 +1,236 @@
+"""A cache entry: the variants of one kernel and its launch facts, and the check of a stored entry."""
+
+import dataclasses
+import hashlib
+import keyword
+import pathlib
+import re
+
+#: Bump when the layout or the entry format changes. 2: entries record their
+#: key and definition. 3: an entry holds the CUDA variant and those of the
+#: others built so far, and the launch facts (:class:`Entry`); an entry of
+#: another format is ignored and the kernel generated again.
+FORMAT = 3
+
+
+#: The variants an entry can hold; ``jit.variants.VARIANTS``. The first,
+#: NineToothed's own source, is in every entry: the others are built from it.
+VARIANT_NAMES = ("cuda", "npu", "cpu")
+
+
+#: A sha256 in hexadecimal, as keys and source digests are written.
+DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def text_digest(text):
+    """The sha256 of ``text`` (``str``, encoded as UTF-8), in hexadecimal: the name of a stored source."""
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclasses.dataclass
+class Variant:
+    """One generated variant of a kernel.
+
+    :param source: the module's text, or ``None`` if it could not be built.
+    :param rewrites: ``(pass name, number of rewrites)`` for each pass that
+        changed the code, in pipeline order.
+    :param error: why the variant could not be built, or ``None``.
+    :param path: where ``source`` is stored, once stored.
+    """
+
+    source: str | None
+    rewrites: tuple[tuple[str, int], ...] = ()
+    error: str | None = None
+    path: pathlib.Path | None = None
+
+    @property
+    def digest(self):
+        return text_digest(self.source)
+
+
+@dataclasses.dataclass
+class Entry:
+    """Everything a handle needs, as stored for one kernel key.
+
+    :param kernel_name: name of the ``triton.jit`` kernel in each source.
+    :param launch_name: name of the launch function in each source.
+    :param variants: ``dict`` from variant name (``"cuda"``, ``"npu"``,
+        ``"cpu"``) to :class:`Variant`.
+    :param counters_delta: how far generation advanced NineToothed's naming
+        counters, replayed on a hit.
+    :param definition: the kernel's definition digest (sha256 hex), or
+        ``None`` where the entry is only looked up by key.
+    :param launch: facts about the launch function, read from NineToothed's
+        source once, when the kernel was generated, so that a handle made
+        from the entry reads no source: ``dict`` with ``parameters`` (its
+        parameter names, ``list`` of ``str``, or ``None`` where it takes
+        ``*args``/``**kwargs``), ``tensors`` (those that are tensors) and
+        ``requirements`` (what it requires of its arguments, the fields of
+        ``jit.arguments.Requirements`` as lists, or ``None``; absent until
+        a variant whose launches are checked is built or a checked launch
+        asks for them, ``Handle.requirements``); ``None`` when unknown (then
+        the handle dispatches generically and checks nothing).
+    """
+
+    kernel_name: str
+    launch_name: str
+    variants: dict[str, Variant]
+    counters_delta: tuple[int, int] = (0, 0)
+    definition: str | None = None
+    launch: dict | None = None
+
+    def digests(self):
+        """Return the sha256 of each variant built so far (``None`` for one that failed to build).
+
+        :return: ``dict`` from variant name to ``str`` or ``None``.
+        """
+
+        return {
+            name: variant.digest if variant.source is not None else None
+            for name, variant in self.variants.items()
+        }
+
+
+class EntryError(ValueError):
+    """A stored entry is malformed or belongs to another key; the message says which field and why."""
+
+
+def check_entry(stored, key):
+    """Check that ``stored`` (a parsed entry file) is a well-formed entry of ``key``.
+
+    Every field is checked for its type, so that a malformed entry is refused
+    here rather than failing later inside a handle: ``format`` is
+    :data:`FORMAT`, ``key`` equals ``key`` (an entry moved or copied under
+    another key's name is refused), ``definition`` is a sha256 hex digest,
+    ``kernel_name`` and ``launch_name`` are identifiers, ``counters_delta``
+    two non-negative ``int``, ``variants`` the first of
+    :data:`VARIANT_NAMES` and any of the others, each with a ``digest``
+    (sha256 hex, or ``None`` with an ``error`` string) and ``rewrites``
+    (``[pass name, count]`` pairs), and ``launch`` as :class:`Entry`
+    describes it, its parameter names identifiers and no keywords (a handle
+    compiles a ``__call__`` with them).
+
+    :param stored: what ``json.loads`` returned for the entry file.
+    :param key: ``str``, the key the entry is stored under.
+    :raises EntryError: the first field that is wrong.
+    """
+
+    def require(condition, message):
+        if not condition:
+            raise EntryError(message)
+
+    require(isinstance(stored, dict), "not a JSON object")
+    require(
+        stored.get("format") == FORMAT,
+        f"format {stored.get('format')!r}, this version reads {FORMAT}",
+    )
+    require(
+        stored.get("key") == key,
+        f"it records key {str(stored.get('key'))[:64]!r}: it belongs to another kernel",
+    )
+    require(
+        isinstance(stored.get("definition"), str)
+        and DIGEST.fullmatch(stored["definition"]),
+        "definition is not a sha256 digest",
+    )
+
+    for field in ("kernel_name", "launch_name"):
+        require(
+            isinstance(stored.get(field), str) and stored[field].isidentifier(),
+            f"{field} is not an identifier",
+        )
+
+    delta = stored.get("counters_delta")
+    require(
+        isinstance(delta, list)
+        and len(delta) == 2
+        and all(type(n) is int and n >= 0 for n in delta),
+        "counters_delta is not two non-negative integers",
+    )
+    variants = stored.get("variants")
+    require(
+        isinstance(variants, dict)
+        and VARIANT_NAMES[0] in variants
+        and set(variants) <= set(VARIANT_NAMES),
+        f"variants are not exactly {VARIANT_NAMES[0]} and any of "
+        f"{', '.join(VARIANT_NAMES[1:])}",
+    )
+    require(
+        isinstance(variants[VARIANT_NAMES[0]], dict)
+        and variants[VARIANT_NAMES[0]].get("digest") is not None,
+        f"variant {VARIANT_NAMES[0]}, which the others are built from, has no source",
+    )
+
+    for name, record in variants.items():
+        require(isinstance(record, dict), f"variant {name} is not a JSON object")
+        digest, error = record.get("digest"), record.get("error")
+        require(
+            (isinstance(digest, str) and DIGEST.fullmatch(digest) and error is None)
+            or (digest is None and isinstance(error, str)),
+            f"variant {name} has neither a sha256 digest nor an error",
+        )
+        rewrites = record.get("rewrites")
+        require(
+            isinstance(rewrites, list)
+            and all(
+                isinstance(r, list)
+                and len(r) == 2
+                and isinstance(r[0], str)
+                and type(r[1]) is int
+                for r in rewrites
+            ),
+            f"variant {name} has malformed rewrites",
+        )
+
+    require("launch" in stored, "launch is missing")
+    problem = _launch_problem(stored["launch"])
+    require(problem is None, f"launch {problem}")
+
+
+def _launch_problem(launch):
+    if launch is None:
+        return None
+
+    if not isinstance(launch, dict):
+        return "is not a JSON object"
+
+    parameters, tensors = launch.get("parameters"), launch.get("tensors")
+
+    if parameters is not None and not (
+        isinstance(parameters, list) and all(map(_is_name, parameters))
+    ):
+        return "parameters are not identifiers"
+
+    if not isinstance(tensors, list) or not set(map(str, tensors)) <= set(
+        parameters or ()
+    ):
+        return "tensors are not among its parameters"
+
+    requirements = launch.get("requirements")
+
+    if requirements is None:
+        return None
+
+    if not (
+        isinstance(requirements, dict)
+        and isinstance(requirements.get("parameters"), list)
+        and all(map(_is_name, requirements["parameters"]))
+        and _int_pairs(requirements.get("ndims"))
+        and isinstance(requirements.get("equal_sizes"), list)
+        and all(map(_int_pairs, requirements["equal_sizes"]))
+    ):
+        return "requirements are malformed"
+
+    return None
+
+
+def _is_name(name):
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _int_pairs(pairs):
+    return isinstance(pairs, list) and all(
+        isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)
+        for pair in pairs
+    )
