@@ -31,7 +31,7 @@ def sweep(paths, stage, configs, kinds=KINDS, all_cases=False, log=sys.stderr):
 
     :param configs: ``"all"``, ``"launch"`` or ``"ends"`` (the smallest and
         the largest config the launch tries, by the UB model's bytes: what
-        tests/test_bishengir.py compiles).
+        tests/check/test_bishengir.py compiles).
     :param all_cases: every shape case of an example's ``CASES``, else the first.
     """
 

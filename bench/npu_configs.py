@@ -1,7 +1,7 @@
 """Count autotune configs per example, CUDA variant vs NPU variant, and NPU duplicates.
 
-triton-ascend ignores ``num_warps`` and ``num_stages`` (its autotune docs,
-../shared/ASCEND.md, "Autotuning on Ascend"), so two NPU configs whose
+triton-ascend ignores ``num_warps`` and ``num_stages`` (its autotune example;
+docs/ascend.md, "Autotuning"), so two NPU configs whose
 meta-parameters are equal are one NPU compile paid twice. Prints, per
 example, the configs of each variant and how many NPU configs repeat the
 meta-parameters of another, then the totals.

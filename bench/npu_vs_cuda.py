@@ -1,4 +1,4 @@
-"""Each example's NPU variant against its CUDA variant, on the same device: time ratios (level 3, emulation).
+"""Each example's NPU variant against its CUDA variant, on the same device: time ratios (level 4, emulation).
 
 With ``--device cuda`` (the default) both variants are compiled by CUDA
 Triton and launched on CUDA tensors: the CUDA variant is NineToothed's
@@ -30,7 +30,7 @@ else its default inputs.
         [--cores N] [--rep MS]
 
 The table ends with each group's largest and geometric-mean ratio, and, for
-the groups #4 bounds (elementwise and reduction kernels), whether every
+the elementwise and reduction groups (:data:`BOUNDED_GROUPS`), whether every
 ratio is within :data:`BOUND`.
 """
 

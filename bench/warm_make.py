@@ -28,9 +28,8 @@ On a GPU, what a process pays once before its first launch, whichever
 call asks first, is paid before any timer in every mode: the CUDA runtime
 (about 0.18 s on an H100), torch's CUDA state (about 20 ms) and Triton's
 driver (about 15 ms, two subprocesses). Timed, they went to whichever
-``make`` came first, plain or not (``--time-process-start`` times them, as
-this script did until 2026-11-24). Without a GPU there is none of them, as
-with the stand-in driver issue 11's figures were measured under.
+``make`` came first, plain or not (``--time-process-start`` times them
+too). Without a GPU there is none of them.
 
 With ``--after NAME``, each measuring process first makes the example
 NAME, untimed (with the variant a call needs; with ``ninetoothed.make`` in
@@ -40,8 +39,8 @@ what a process pays once (the environment's digest in the key, the cache's
 directories, first calls into libraries). In the warm mode NAME is found
 in the cache too, since the process that filled it made it first as well.
 
-Each timed call starts after a full garbage collection (``gc.collect()``,
-since 2026-11-25), in every mode: a process owes one for what it imported,
+Each timed call starts after a full garbage collection (``gc.collect()``),
+in every mode: a process owes one for what it imported,
 and it fell due in whichever call allocated next, so that one call of a
 mode could pay 100 ms the other modes paid before their timers.
 
@@ -114,9 +113,9 @@ def captured_call(path):
 #: ``plain(name, args, kwargs)``, which times ``ninetoothed.make`` (or
 #: ``jit``) alone, as plain NineToothed runs it: with the GPU's own driver
 #: where ``cuda``, else under the stand-in device properties
-#: ninetoothed-ascend uses without a GPU (also ``bench/make_floor.py``'s). Under triton-ascend (``.venv-ascend``)
-#: NineToothed's source is imported by triton-ascend's ``triton.jit``, as on
-#: an Ascend host.
+#: ninetoothed-ascend uses without a GPU. Under triton-ascend
+#: (``.venv-ascend``) NineToothed's source is imported by triton-ascend's
+#: ``triton.jit``, as on an Ascend host.
 PLAIN_MAKE = """
 import gc
 
@@ -125,9 +124,9 @@ import triton
 
 def timed(function):
     # A full collection the process owes for what it imported is paid first,
-    # in every mode: it falls due in whichever call allocates next (106 ms of
-    # a warm make of softmax under triton-ascend, with 213,000 objects
-    # tracked: ``gc.callbacks``, docs/benchmarks.md, "Session 22").
+    # in every mode: it falls due in whichever call allocates next, and a
+    # collection of the whole heap after importing torch and Triton takes
+    # longer than a warm make.
     gc.collect()
     start = clock()
     result = function()
@@ -154,14 +153,13 @@ def plain(name, args, kwargs):
 """
 
 #: :data:`CAPTURE_CALL`, then ``name``, ``args`` and ``kwargs`` of the call
-#: of the example module at ``path`` (``bench/warm_make_beside_files.py``'s).
+#: of the example module at ``path``.
 CAPTURE = CAPTURE_CALL + "name, args, kwargs = captured_call(path)\n"
 
 #: Code that, where ``after`` names an example, makes it first, untimed,
 #: with ``mode``'s make (plain NineToothed's, or ``make`` and the variant for
 #: ``device``), as a library makes its kernels one after another: what a
-#: process pays once is paid before the timer (also
-#: ``bench/make_floor.py``'s).
+#: process pays once is paid before the timer.
 AFTER = """
 if after:
     other = captured_call(after)

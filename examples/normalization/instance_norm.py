@@ -80,7 +80,7 @@ tensors = (
 
 # The block size is made once, here, as a library's premake does: made inside
 # the arrangement, each make would take the next name from NineToothed's
-# counter, so plain NineToothed's source made later (tests/test_variants.py)
+# counter, so plain NineToothed's source made later (tests/jit/test_variants.py)
 # could not be compared byte for byte with this kernel's.
 arrangement = functools.partial(plane_arrangement, block_size=ninetoothed.block_size())
 

@@ -94,20 +94,19 @@ kernel = ninetoothed_ascend.make(
 
 #: The CUDA variant is NineToothed's source byte for byte, which reads the
 #: statistics back without a barrier: on a GPU, some runs read the NaN they
-#: started as. Measured on an H100 (Triton 3.6, every dtype and case 5
-#: times, ``scripts/read_back_on_gpu.py --repeats 5``, docs/verification.md):
-#: plain ``ninetoothed.make`` and the handle's CUDA variant each match torch
-#: in 13 of 30 runs, the NPU variant emulated on CUDA in 30 of 30
-#: (``SynchronizeReadBack``'s barriers), 20 of 30 without them.
+#: started as (``python3 scripts/verify_on_gpu.py
+#: examples/normalization/instance_norm_saved_stats.py`` on an H100;
+#: docs/verification.md, "On a CUDA GPU"). The NPU variant has
+#: ``SynchronizeReadBack``'s barriers.
 KNOWN_FAILURES = {
     "cuda": "NineToothed's own source (the CUDA variant, byte for byte) reads "
     "the stored statistics back without a barrier; on a GPU some runs read "
-    "the NaN they started as (plain ninetoothed.make: 17 of 30 runs differ on "
-    "an H100). The NPU variant has the barriers (SynchronizeReadBack).",
+    "the NaN they started as. The NPU variant has the barriers "
+    "(SynchronizeReadBack).",
 }
 
 # (1, 1, 382): one plane, the shape of the library test that read stale
-# statistics (docs/verification.md, "Read-back after a store").
+# statistics.
 CASES = (
     {"batch": 1, "channels": 1, "length": 382},
     {"batch": 2, "channels": 3, "length": 300},

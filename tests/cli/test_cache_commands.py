@@ -356,7 +356,7 @@ def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
     record(cache_dir, manifest, "-c", CALL_TWO_KERNELS)
 
     # The recorded calls are what this is about; BiShengIR's verdict on the
-    # kernels is tests/test_bishengir.py's (at 8192 lanes these overflow UB).
+    # kernels is tests/check/test_bishengir.py's (at 8192 lanes these overflow UB).
     every = invoke(
         "check", "--manifest", manifest, "--cache-dir", cache_dir, "--no-bishengir"
     )

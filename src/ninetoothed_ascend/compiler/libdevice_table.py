@@ -25,11 +25,11 @@ What is derived from them:
   (:class:`ninetoothed_ascend.compiler.cpu.interpret_libdevice.InterpretLibdevice`) are those
   with a portable meaning and :attr:`AscendFunction.cuda_namesake`.
 
-Checked against the modules themselves: tests/test_ascendify_libdevice.py
+Checked against the modules themselves: tests/compiler/npu/test_remap_libdevice.py
 (the names of both modules, the re-exports, the targets existing and
-compiling in triton-ascend 3.2.0), tests/test_ascend_libdevice.py (each
+compiling in triton-ascend 3.2.0), tests/compiler/test_libdevice_table.py (each
 function triton-ascend 3.2.0 keeps passes ``ttir`` and ``ttadapter``; each
-one :attr:`AscendFunction.refused` names fails) and tests/test_emulation.py
+one :attr:`AscendFunction.refused` names fails) and tests/compiler/emulation/test_emulation.py
 (each portable meaning against torch).
 """
 
@@ -228,7 +228,7 @@ def _div_rz(x, y, dtype):
 
 
 #: Read in triton-ascend 3.2.0's triton/language/extra/ascend/libdevice.py;
-#: measured by tests/test_ascend_libdevice.py (strict xfails).
+#: measured by tests/compiler/test_libdevice_table.py (strict xfails).
 _STATIC_PRINT = (
     "its body calls core.static_print without a builder, so triton-ascend "
     '3.2.0\'s frontend fails ("Did you forget to add @triton.jit ?")'

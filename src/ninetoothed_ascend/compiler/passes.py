@@ -84,7 +84,7 @@ class Pass(Transformer):
     #: where it did not, among the :attr:`TRIGGERS` of the passes (``range``
     #: for a pass that writes loops): :func:`run_pipeline` decides whether a
     #: later pass applies from the references before the rewrite and these,
-    #: without finding them again (``tests/test_pipeline_facts.py`` checks
+    #: without finding them again (``tests/compiler/test_pipelines.py`` checks
     #: every pass on every example).
     INTRODUCES = ()
 
@@ -99,7 +99,7 @@ class Pass(Transformer):
 
         A pass with :attr:`TRIGGERS` leaves a module that refers to none of
         them as it is, reports no rewrite and records no fact
-        (``tests/test_pipeline_facts.py`` checks it on every example):
+        (``tests/compiler/test_pipelines.py`` checks it on every example):
         :func:`run_pipeline` asks after a rewrite without walking the module
         again (:meth:`~ninetoothed_ascend.compiler.generated.GeneratedModule.refers_to`
         answers from the references before it and :attr:`INTRODUCES`).
@@ -129,7 +129,7 @@ class Pass(Transformer):
         self.finish(tree)
 
         # A pass that reports no rewrite created no statement (it leaves the
-        # tree as it was: tests/test_pipeline_facts.py), so none lacks a
+        # tree as it was: tests/compiler/test_pipelines.py), so none lacks a
         # location; most passes of a pipeline rewrite nothing.
         if self.rewrites:
             fix_statement_locations(tree)

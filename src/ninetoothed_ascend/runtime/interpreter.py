@@ -33,7 +33,7 @@ def interpreted(jit_function):
     ``triton.language.standard``'s functions that is ``triton.language.core``,
     whose builtins then stay patched, and no kernel compiles in the process
     afterwards (measured here,
-    ``tests/test_emulation.py::test_running_a_cpu_variant_leaves_triton_usable_for_compilation``).
+    ``tests/runtime/test_interpreter.py::test_running_a_cpu_variant_leaves_triton_usable_for_compilation``).
     So the copy returned puts ``triton.language.core`` back as it found it
     when it returns.
 

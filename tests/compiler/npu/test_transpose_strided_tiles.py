@@ -191,7 +191,7 @@ def test_tiles_without_a_flattened_row_group_or_a_strided_column_are_left_alone(
 
 
 def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load():
-    # Its values: tests/test_emulation.py runs every case of flat_sum_dim,
+    # Its values: tests/compiler/emulation/test_emulation.py runs every case of flat_sum_dim,
     # (512, 64) over dim 0 among them, emulated against torch.
     source = shared_example("flat_sum_dim").kernel.source("npu")
     (flag,) = [

@@ -13,7 +13,7 @@ class BooleanMaskData(MaskPass):
     ``lhs.dtype``), so broadcasting a scalar comparison such as ``index >=
     0`` against a block splats ``int32`` data, and ``&`` with it yields an
     ``int32`` array; a masked load then fails with "mask has unsupported
-    dtype" (measured here, ``tests/test_emulation.py::
+    dtype" (measured here, ``tests/compiler/emulation/test_emulation.py::
     test_without_boolean_mask_data_the_interpreter_refuses_the_npu_mask``).
     NineToothed's masks start with ``True &``, which hides this; the NPU
     variant's start with a scalar comparison once

@@ -48,7 +48,7 @@ class BroadcastLoadPointer(Pass):
     ``ttir``) without this pass fails with
     ``Cannot broadcast, the expanded size of the tensor (1) must match the
     existing size (32) at non-singleton dimension 0: [32, 32], [1, 32]``
-    (``tests/test_ascend_compile_check.py::test_mask_larger_than_pointer_fails_without_broadcast_load_pointer``);
+    (``tests/check/test_compile_check.py::test_mask_larger_than_pointer_fails_without_broadcast_load_pointer``);
     the same message an operator library's conv2d hit (issue 14).
 
     Where: the axes of a block are read from its ``arange(...)[None, :]``

@@ -28,7 +28,7 @@ class FoldMathConstants(Pass):
     frontend (triton-ascend 3.2) turns the global float ``math.pi`` into a
     ``constexpr`` and then cannot pass it to ``math.sqrt``: "TypeError:
     __index__ returned non-int (type float)" (reproduced by
-    ``tests/test_ascendify_imports.py::test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check``
+    ``tests/compiler/npu/test_import_standard_modules.py::test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check``
     without this pass).
 
     A maximal subexpression built only from int and float literals, the

@@ -16,7 +16,7 @@ class ImportStandardModules(Pass):
     generated module reads ``math`` without binding it. Triton resolves a
     kernel's globals from its module, so triton-ascend's frontend fails on
     the name ("[ttir] ... math"; reproduced by
-    ``tests/test_ascendify_imports.py::test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check``).
+    ``tests/compiler/npu/test_import_standard_modules.py::test_npu_variant_of_gelu_with_math_and_libdevice_passes_the_compile_check``).
     Triton 3.9's interpreter hides the bug: it copies its own module's
     globals, ``math`` among them, into every kernel it rewrites.
 

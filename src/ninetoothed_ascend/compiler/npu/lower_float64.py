@@ -18,7 +18,7 @@ class LowerFloat64(LoadWrapperPass):
     fp64] is unsupported on Ascend for now", ``cast`` in
     triton/triton_patch/language/semantic.py, unless compiling for the
     910_95); reproduced by
-    ``tests/test_ascendify_float64.py::test_fp64_fails_the_frontend_or_computes_in_fp64_without_the_pass``.
+    ``tests/compiler/npu/test_lower_float64.py::test_fp64_fails_the_frontend_or_computes_in_fp64_without_the_pass``.
     triton-ascend's op support table (docs/sources/python-api/outline.md) has
     no fp64 column, and its dtype table (``op_dtype_config.py``, PR #2313)
     lists fp64 as unsupported on A2 and A5.
