@@ -1,4 +1,4 @@
-"""Trust, part two (issue 13): an entry is bound to its key, nothing failed is stored, every error is one line.
+"""Trust: an entry is bound to its key, nothing failed is stored, every error is one line.
 
 Each test reproduces one finding of an adversarial run against the cache and
 the commands: a manifest or an archive from someone else is not trusted.

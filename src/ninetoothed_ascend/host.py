@@ -3,7 +3,7 @@
 triton-ascend installs the top-level ``triton`` package under the distribution
 name ``triton-ascend``. NineToothed requires the distribution ``triton``, so a
 plain ``pip install ninetoothed-ascend`` on an Ascend host installs CUDA Triton
-over triton-ascend's files (../shared/ASCEND.md, "Packages"). The recipe that
+over triton-ascend's files (docs/ascend.md, "Packages"). The recipe that
 avoids it installs NineToothed and this package with ``--no-deps`` and their
 other requirements by name: :func:`requirements_beside_triton_ascend` lists
 them from the installed metadata, so the recipe follows the packages' own
@@ -98,11 +98,10 @@ def likely_call_device_type():
     """The device type the tensors of this process's kernel calls most likely have.
 
     ``make`` builds that device's variant beside NineToothed's source, under
-    the same lock and in the same cache write, instead of at the first call
-    (issue 11: "make builds the variant the first call needs"; the second
-    transaction cost add's cold ``make`` + CPU variant 1 to 2 ms of 26,
-    ``bench/warm_make.py``, docs/benchmarks.md "Session 16"). Where the
-    guess is wrong, the first call builds its variant as before.
+    the same lock and in the same cache write, instead of at the first call,
+    so a kernel pays one lock and one cache write (its cost:
+    docs/benchmarks.md, "Cost of make"). Where the guess is wrong, the first
+    call builds its variant as before.
 
     :return: ``"npu"`` where ``torch_npu`` is imported (torch has no ``npu``
         device type without it, so a program that calls with NPU tensors has

@@ -1,6 +1,6 @@
 """Attention and triton-adapter-opt's heap corruption: the same bug as matmul's, cured by the same pass.
 
-../shared/ASCEND.md recorded that ``triton-adapter-opt`` (triton-ascend 3.2.0)
+docs/ascend.md recorded that ``triton-adapter-opt`` (triton-ascend 3.2.0)
 segfaults on NineToothed's scaled dot-product attention. Measured on
 InfiniTensor/ntops's kernel (with an attention mask, fp16 and fp32, 3 tries
 each): 6 of 6 compiles crash without ``ScalarizeTileLowerBounds`` and 6 of 6

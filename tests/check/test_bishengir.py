@@ -23,7 +23,7 @@ from ninetoothed_ascend.check.compile_check import BiShengIRStage, check_variant
 pytestmark = pytest.mark.ascend
 
 
-#: Seconds a compile may take here; the goal of issue 15 is under 60 s per config.
+#: Seconds a compile may take here: under 60 s per config.
 TIMEOUT = 60
 
 
@@ -128,7 +128,7 @@ def test_every_config_conv2d_with_an_nchw_output_tries_reaches_hivmc(
 def test_a_launch_with_unit_strides_fits_where_the_unspecialized_kernel_overflows(
     stage,
 ):
-    """Why the check specializes as a launch does: add fp32 at its largest block overflows UB unspecialized (262,144 B at 4096, 524,288 B at 8192 lanes; issue 15)."""
+    """Why the check specializes as a launch does: add fp32 at its largest block overflows UB unspecialized (262,144 B at 4096, 524,288 B at 8192 lanes)."""
 
     from ninetoothed_ascend.check.compile_check import compile_arguments, compile_stages
 

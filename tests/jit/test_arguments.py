@@ -1,4 +1,4 @@
-"""Launch-time argument checks of the NPU and CPU variants (issue 13, finding 7).
+"""Launch-time argument checks of the NPU and CPU variants.
 
 NineToothed's launch reads a shorter operand as padding, a 2-D tensor given
 to a 1-D kernel along its first dimension, and fails inside the generated

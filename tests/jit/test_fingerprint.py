@@ -1,4 +1,4 @@
-"""The cache key tells apart kernels whose generated code differs (issue 14, item 2).
+"""The cache key tells apart kernels whose generated code differs.
 
 Two kernels with one key share one cache entry: the second would run the
 first one's code, in the same process or in any process sharing the cache

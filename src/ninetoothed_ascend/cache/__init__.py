@@ -140,9 +140,7 @@ class Cache:
             A ``make`` that finds its kernel reads what a cold one builds,
             NineToothed's source and the variant the first call most likely
             needs, and the handle reads another where it is first needed
-            (``Handle.build``): flash attention's three sources are 115 KB
-            each, and its warm cache load took 0.73 and 0.87 ms, now 0.55 and
-            0.57 (docs/benchmarks.md, "Session 18").
+            (``Handle.build``): a variant's source can be over 100 KB.
         """
 
         entry_path = self._kernels / f"{key}.json"

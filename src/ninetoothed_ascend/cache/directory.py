@@ -55,9 +55,8 @@ def default_directory():
 
 
 def _candidate_directories():
-    # Lazily: platformdirs, asked only when no variable names a usable
-    # directory; the cache directory took 0.18 ms of a warm make, now 0.12
-    # (docs/benchmarks.md, "Session 14").
+    # Lazily: platformdirs is asked only when no variable names a usable
+    # directory.
     for name in ENVIRONMENT_VARIABLES:
         yield os.environ.get(name)
 

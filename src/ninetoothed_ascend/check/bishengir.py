@@ -6,8 +6,7 @@ package) ships it in ``ascendnpuir/bin``; it runs the whole BiShengIR pipeline
 (HFusion, HIVM, memory planning of the Unified Buffer) on an x86 CPU without
 CANN and stops only at the final external ``hivmc`` step, which needs CANN.
 Reaching that step is the highest level of checking this project has; nothing
-here runs on an NPU. Facts and messages: ../shared/ASCEND.md, "BiShengIR runs
-on a machine without an NPU too".
+here runs on an NPU. Facts and messages: docs/ascend.md, "BiShengIR without an NPU".
 
 Version skew: ascendnpu-ir 1.2.0 is newer than the BiShengIR of the CANN
 releases triton-ascend 3.2.0 was built against; record :func:`version` beside
@@ -275,7 +274,7 @@ def parse_output(output, *, arch=DEFAULT_ARCH, seconds=0.0, planned_ub_bytes=Non
     Success up to ``hivmc`` reads ``error: External hivmc run fails,
     returning module before running external compiler``; an overflow reads
     ``ub overflow, requires N bits while M bits available`` (both from
-    ../shared/ASCEND.md, measured with ascendnpu-ir 1.2.0).
+    docs/ascend.md, measured with ascendnpu-ir 1.2.0).
 
     :param output: ``str``, the compiler's combined output.
     :param arch: ``str``, the SoC it compiled for.

@@ -3,7 +3,7 @@
 Runs only where ``import triton`` is triton-ascend (3.2 API). It needs no NPU
 and no CANN: ``ttir`` is Triton's frontend and TTIR passes, ``ttadapter`` runs
 ``triton-adapter-opt`` (shipped in the wheel) to lower TTIR to Linalg/HIVM.
-Recipe: ../shared/ASCEND.md, "What runs on a machine without an NPU". The
+Recipe: docs/ascend.md, "Compile stages without an NPU". The
 third stage, optional, is BiShengIR (:mod:`ninetoothed_ascend.check.bishengir`,
 ``bishengir-compile`` of ``ascendnpu-ir``), up to the external ``hivmc`` step;
 that is where the Unified Buffer is planned. The kernel compiled is the one a
@@ -378,7 +378,7 @@ def launch_arguments(
     constants and attributes are then formed as ``JITFunction.run`` forms
     them (triton/runtime/jit.py of triton-ascend 3.2.0): an integer equal to
     1 becomes a constant, so a stride of 1 makes an access contiguous
-    (../shared/ASCEND.md, "What a real launch compiles"). Pointer alignment
+    (docs/ascend.md, "What a launch compiles"). Pointer alignment
     comes from ``data_ptr()``: CPU tensors from torch's allocator are
     aligned to far more than 16 bytes, as device allocations are, but a view
     at an element offset is not. Needs triton-ascend as ``triton``.

@@ -301,9 +301,8 @@ class GeneratedModule:
         """The module-level statements but the kernels (``kernels``, as :meth:`kernels` returns them, when the caller has it).
 
         Launches and autotuners are host code: a kernel launches nothing.
-        Not walking the kernels, most of a module, made finding launches
-        several times cheaper, and inserting a launch's guard (flash
-        attention's ``FitUnifiedBuffer``: docs/benchmarks.md, "Session 15").
+        Not walking the kernels, most of a module, keeps finding launches
+        and inserting a launch's guard cheap.
         """
 
         kernels = {id(kernel) for kernel in (kernels or self.kernels()).values()}

@@ -15,7 +15,7 @@ import triton
 from ninetoothed_ascend import host
 
 #: triton-ascend's libdevice package up to 3.2 (3.2.0:
-#: ``triton.language.extra.ascend.libdevice``, measured, ../shared/ASCEND.md,
+#: ``triton.language.extra.ascend.libdevice``, measured, docs/ascend.md,
 #: "libdevice").
 LIBDEVICE_UP_TO_3_2 = "triton.language.extra.ascend"
 
@@ -27,7 +27,7 @@ LIBDEVICE_AFTER_3_2 = "triton.language.extra.cann"
 
 #: Autotune keys triton-ascend 3.2's tiling autotuner can bind: one per axis
 #: name out of 12 (x, y, z, w, v, t, rx ... rt), "Number of parameters
-#: exceeds the number of available axes" past them (../shared/ASCEND.md,
+#: exceeds the number of available axes" past them (docs/ascend.md,
 #: "Autotuning on Ascend").
 AUTOTUNE_KEYS_UP_TO_3_2 = 12
 
@@ -48,9 +48,10 @@ class Soc:
 
     :param name: ``str``, the SoC name triton-ascend targets.
     :param ub_bytes: ``int``, Unified Buffer bytes per core (192 KB on A2:
-        triton-ascend migration guide, ../shared/ASCEND.md).
+        triton-ascend migration guide, docs/ascend.md, "Unified Buffer").
     :param num_aicore: ``int``, AI (cube) cores: the persistent grid of
-        kernels with ``tl.dot`` (24 on a 910B1, ../shared/ASCEND.md).
+        kernels with ``tl.dot`` (24 on an Atlas A2 (910B), docs/ascend.md,
+        "Grid and cores").
     :param num_vectorcore: ``int``, vector cores: the persistent grid of
         vector-only kernels (two per AI core on A2: triton-ascend 3.2.0's
         ``NPUUtils.get_device_properties`` returns ``num_aicore * 2``).
@@ -164,7 +165,7 @@ class Target:
 
     @property
     def num_cubecore(self):
-        """``int``, cube cores: one per AI core on A2, whose AI cores pair one cube unit with two vector units (../shared/ASCEND.md)."""
+        """``int``, cube cores: one per AI core on A2, whose AI cores pair one cube unit with two vector units (docs/ascend.md)."""
 
         return self.soc.num_aicore
 
@@ -174,7 +175,7 @@ class Target:
 
         :data:`AUTOTUNE_KEYS_UP_TO_3_2` up to triton-ascend 3.2, and where no
         triton-ascend is installed (3.2.0 is the one release on the package
-        registry, ../shared/ASCEND.md, "Packages");
+        registry, docs/ascend.md, "Packages");
         :data:`AUTOTUNE_KEYS_AFTER_3_2` after it.
         """
 

@@ -130,10 +130,10 @@ def device_properties(memos=None):
     (Triton's driver). On a CUDA device they are also kept in ``memos``,
     under a stamp of the device as torch describes it (name, compute
     capability, UUID, memory) and the Triton version, and read from there
-    by later processes: Triton's driver took 1.4 to 1.9 ms per query on an
-    H100 (Triton 3.6, torch 2.11; ``python3 bench/device_properties.py``
-    there, docs/benchmarks.md), a third of a warm ``make``, where torch's
-    description, read once per process, took 0.3 ms. Without a CUDA device
+    by later processes: a query of Triton's driver costs several times
+    torch's description of the device, which is read once per process
+    (measured on an H100 with ``bench/device_properties.py`` as of commit
+    9910840). Without a CUDA device
     (a CPU machine, an Ascend host) the driver is asked once per process.
 
     :param memos: :class:`Memos` of the cache, or ``None``.
@@ -193,8 +193,8 @@ def environment(memos=None):
     """Describe the toolchain that generated code depends on.
 
     Computed once per process. Its installed versions and the digest of
-    this package's sources took 2.5 ms of a 3.9 ms cache hit (add, the first
-    ``make`` of a process, bench/warm_make.py --clock cpu); with ``memos``,
+    this package's sources are most of a process's first cache hit
+    (``bench/warm_make.py --clock cpu``); with ``memos``,
     they are read from what an earlier process stored under
     :func:`environment_stamp`, which changes with any file they are read
     from.
@@ -253,8 +253,7 @@ def _describe_environment(memos):
     return (
         # What ``platform.python_version()`` reads from ``sys.version``
         # (its first word), without the regular expression Python 3.12 and
-        # 3.13 compile at its first call: 0.26 to 0.31 ms here, of a process's
-        # first ``make`` (docs/benchmarks.md, "Session 19").
+        # 3.13 compile at its first call.
         ("python", sys.version.split()[0]),
         (
             "ninetoothed",
@@ -403,8 +402,7 @@ def _package_digest(files):
 
     for parts, path, _ in files:
         digest.update("/".join(parts).encode())
-        # os.read rather than a file object: the package's 60 files took 1.1
-        # to 1.2 ms, now 0.9 (docs/benchmarks.md, "Session 14").
+        # os.read rather than a file object, which costs more per file.
         descriptor = os.open(path, os.O_RDONLY)
 
         try:
@@ -424,8 +422,7 @@ def _source_files(root):
     (directories that are not symbolic links) and, like it, any entry whose
     name ends with ``.py``, except in ``__pycache__`` directories: Python
     imports no source from them, and listing the bytecode an installed
-    package keeps there took a quarter of a process's first scan (0.52 ms,
-    now 0.39: median of 25 processes, docs/benchmarks.md, "Session 18").
+    package keeps there is a large part of a process's first scan.
     """
 
     found = []
@@ -593,9 +590,7 @@ class _Describer:
 
     def _describe_symbol(self, symbol):
         # The expression's fields rather than its text, which ast.unparse
-        # writes from nothing else: formatting the sixteen symbols of
-        # softmax's tensors took 0.25 ms of its warm make, now 0.16
-        # (docs/benchmarks.md, "Session 14").
+        # writes from nothing else, and formatting costs more.
         options = tuple(
             (name, self.describe(getattr(symbol, name, None)))
             for name in ("lower_bound", "upper_bound", "power_of_two")

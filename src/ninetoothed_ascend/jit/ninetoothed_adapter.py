@@ -9,7 +9,7 @@ NineToothed upgrade touches one module:
   this module before anything else).
 * ``CodeGenerator`` and ``calculate_default_configs`` ask the *active Triton
   driver* for device properties, which fails on a machine without a GPU
-  ("0 active drivers", ../shared/ASCEND.md). :func:`generate_source` answers
+  ("0 active drivers", docs/ascend.md). :func:`generate_source` answers
   those queries for the duration of one generation only, then restores the
   driver exactly as it was. Remove it when NineToothed takes the properties
   as arguments.

@@ -88,10 +88,8 @@ def _interpreted_copy(jit_function):
     # (``tl.max`` reduces with NumPy only for the original
     # ``_elementwise_max``; a copy takes a generic path that builds
     # vocabulary-squared tiles). What it calls is read from the text Triton
-    # kept when it decorated it (``JITFunction.src``, Triton 3.2 and 3.9):
-    # ``inspect.getsource`` tokenized its module again: the interpreted
-    # copies made by the first import of softmax's CPU variant took 1.47 ms,
-    # now 0.42 (``bench/make_steps.py``, docs/benchmarks.md "Session 14").
+    # kept when it decorated it (``JITFunction.src``, Triton 3.2 and 3.9),
+    # not with ``inspect.getsource``, which tokenizes its module again.
     called = {
         node.func.id
         for node in find(ast.parse(jit_function.src), ast.Call)

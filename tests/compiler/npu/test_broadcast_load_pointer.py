@@ -1,4 +1,4 @@
-"""BroadcastLoadPointer: a load whose mask is larger than its pointer block (issue 14, item 5).
+"""BroadcastLoadPointer: a load whose mask is larger than its pointer block.
 
 Level 1 (the AST) in the CUDA Triton environment, level 2 (ttir and
 ttadapter) in the triton-ascend one.

@@ -51,7 +51,7 @@ def test_elementwise(op, shape, dtype, device):
 
 def _instance_norm_cases():
     # (1, 1, L) with L from 256 to 1024 and a 4-D input: the shapes whose
-    # emulated NPU variant failed inside a whole library's suite (issue 14).
+    # emulated NPU variant failed inside a whole library's suite.
     for shape in [(1, 1, 256), (1, 1, 300), (1, 1, 640), (1, 1, 1024), (2, 3, 4, 5)]:
         for dtype in (torch.float32, torch.float16):
             for affine in (True, False):

@@ -22,7 +22,7 @@ class BindLanguageModule(Pass):
     ``triton.language.constexpr`` does not once the interpreter has re-parsed
     the kernel (``_normalize_ty`` strips ``tl.`` only). NineToothed's code
     then fails with "arange's arguments must be of type tl.constexpr"
-    (../shared/ASCEND.md, "Without a driver").
+    (docs/ascend.md, "Without a driver").
 
     Every ``triton.language.name`` becomes ``tl.name``, and
     ``import triton.language as tl`` is added.

@@ -49,7 +49,7 @@ class BroadcastLoadPointer(Pass):
     ``Cannot broadcast, the expanded size of the tensor (1) must match the
     existing size (32) at non-singleton dimension 0: [32, 32], [1, 32]``
     (``tests/check/test_compile_check.py::test_mask_larger_than_pointer_fails_without_broadcast_load_pointer``);
-    the same message an operator library's conv2d hit (issue 14).
+    the same message ntops' conv2d with a bias hits.
 
     Where: the axes of a block are read from its ``arange(...)[None, :]``
     subscripts (a slice marks the axis the ``arange`` spans). A load is

@@ -55,7 +55,7 @@ class ContiguousFlatAccess(Pass):
     are not an affine function of ``arange`` to a scalar loop, one element per
     iteration (``DiscreteMemAccess`` in the ``ttadapter`` output), and BiShengIR
     then gives each element a 32-byte UB block (measured with ascendnpu-ir 1.2.0,
-    ../shared/ASCEND.md, "BiShengIR runs on a machine without an NPU too").
+    docs/ascend.md, "BiShengIR without an NPU").
     NineToothed's ``flatten``/``ravel`` address a tile through the digits of
     the flat index ``L = index * B + arange(0, B)``:
     ``L // (s1 * s2) * t0 + L % (s1 * s2) // s2 * t1 + L % (s1 * s2) % s2 * t2``;
@@ -255,8 +255,9 @@ def _innermost_stride_arguments(owner, pointer, group, arguments):
     axis (conv2d's NCHW output seen as an ``(N * P * Q, K)`` tile: the
     filters step ``P * Q``) is a DMA that BiShengIR plans more UB for than
     the scalar store it replaces, and often cannot compile. Measured with
-    ascendnpu-ir 1.2.0 (``bench/discrete_access.py examples/vision/conv2d.py
-    --bishengir --configs all --contiguous``, docs/benchmarks.md): conv2d
+    ascendnpu-ir 1.2.0 on the NPU pipeline without ``TransposeStridedTiles``
+    (``bench/discrete_access.py examples/vision/conv2d.py --bishengir
+    --configs all --contiguous``, with that pass left out): conv2d
     with batch 1, fp16, 8 configs: the scalar store reaches ``hivmc`` for
     all 8, the DMA for 2 (2 UB overflows, 4 HFusion errors); 32 x 32 x 64
     plans 86,530 B with the scalar store and 145,280 B with the DMA. So a

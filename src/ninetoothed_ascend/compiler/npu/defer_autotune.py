@@ -12,8 +12,7 @@ class DeferAutotune(Pass):
     Constraint: in Triton 3.2, the frontend of triton-ascend 3.2.0,
     ``triton.autotune(...)`` asks the active driver for a benchmarker when the
     decorator runs, so a module that autotunes at import cannot even be
-    imported on a machine without an NPU (measured, ../shared/ASCEND.md,
-    "Without a driver"). The NPU variant must import everywhere: to be
+    imported on a machine without an NPU (measured, docs/ascend.md, "Without a driver"). The NPU variant must import everywhere: to be
     cached, inspected and compile-checked.
 
     The module-level assignment becomes::

@@ -12,7 +12,7 @@ class FillMaskedLoads(Pass):
     Constraint: NineToothed 0.26 passes ``other=None`` to every masked load of
     a tensor without an ``other`` option; with triton-ascend 3.2.0 such kernels
     only cleared the compile check once ``other`` was a number (measured,
-    ../shared/ASCEND.md). Masked-off lanes of a load are undefined in Triton,
+    docs/ascend.md). Masked-off lanes of a load are undefined in Triton,
     so a zero changes no result a correct kernel can observe.
 
     The zero is typed: Triton's ``load`` casts ``other`` to the pointer's

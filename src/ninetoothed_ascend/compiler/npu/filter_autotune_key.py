@@ -24,7 +24,7 @@ class FilterAutotuneKey(Pass):
     (:attr:`~ninetoothed_ascend.compiler.target.Target.autotune_key_limit`
     has the sources); NineToothed keys on every size and stride of every
     tensor (32 keys for four 4-D tensors). Every re-tune is also a round of
-    NPU compiles (../shared/ASCEND.md, "Autotuning on Ascend").
+    NPU compiles (docs/ascend.md, "Autotuning").
 
     The key's parameters are classified by what the launch function passes
     for them (``launch_<kernel>`` calls ``<autotuned>[grid](...)``): a

@@ -13,7 +13,7 @@ class FoldTrueMask(MaskPass):
     a Python ``bool`` combined with a tensor inside a mask, with
     ``'bool' object has no attribute 'type'``; every mask NineToothed 0.26
     generates starts with ``True & ...`` (measured on 27 ntops kernels,
-    ../shared/ASCEND.md, "What raw NineToothed output does").
+    docs/ascend.md, "NineToothed 0.26's output on triton-ascend 3.2.0").
 
     Only ``mask=`` arguments of ``triton.language.load``/``store`` are folded:
     there the operands are boolean, so ``True & m`` equals ``m``. Elsewhere

@@ -12,7 +12,7 @@ class MergeDuplicateConfigs(Pass):
     """Keep one autotune config per set of meta-parameters.
 
     Constraint: triton-ascend ignores ``num_warps`` and ``num_stages`` (its
-    autotune guide; ../shared/ASCEND.md, "Autotuning on Ascend"), so configs
+    autotune guide; docs/ascend.md, "Autotuning"), so configs
     that differ only in them are the same NPU kernel compiled and timed
     again, each a BiShengIR run of seconds. NineToothed writes the product
     of every block-size config with ``num_warps`` and ``num_stages`` when

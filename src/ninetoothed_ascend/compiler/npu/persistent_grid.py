@@ -19,7 +19,7 @@ class PersistentGrid(Pass):
     """Make every launch a persistent grid: ``min(tasks, cores)`` programs, each looping over tasks.
 
     Constraints (triton-ascend migration and performance guides;
-    ../shared/ASCEND.md, "Hardware limits"):
+    docs/ascend.md, "Grid and cores"):
 
     * the grid (coreDim) must not exceed 65535 ("coreDim=N can't be greater
       than UINT16_MAX"), while NineToothed launches one program per tile, so

@@ -48,7 +48,7 @@ class RemapLibdevice(Pass):
     ``triton.language.extra.ascend.libdevice``, 56 names; the current source
     tree: ``triton.language.extra.cann.libdevice``); CUDA Triton's
     ``triton.language.extra.libdevice`` dispatches to CUDA or HIP only, and
-    triton-ascend's copy of it is stubs (../shared/ASCEND.md, "libdevice").
+    triton-ascend's copy of it is stubs (docs/ascend.md, "libdevice").
     triton-ascend 3.2.0 refuses three functions of its libdevice (``atan2``,
     ``fmod``, ``div_rz``: :attr:`~ninetoothed_ascend.compiler.libdevice_table.AscendFunction.refused`);
     the table maps around them.

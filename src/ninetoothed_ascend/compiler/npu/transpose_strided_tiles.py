@@ -95,8 +95,8 @@ class TransposeStridedTiles(Pass):
     transposed copy then takes the output's element size (transposed first,
     2 B more per element in fp16).
     Constraint (measured with ascendnpu-ir 1.2.0, Ascend910B1, 196,608 B of
-    UB; ``bench/conv2d_store.py --configs all``, docs/benchmarks.md, "conv2d's
-    NCHW output store as a transposed DMA"): conv2d's NCHW output of batch 1
+    UB; ``bench/conv2d_store.py --configs all`` as of commit 9910840,
+    ``git show 9910840:bench/conv2d_store.py``): conv2d's NCHW output of batch 1
     seen as ``(N * P * Q, K)``, rows stepping 1 and filters ``P * Q``, stored
     scalar (``ContiguousFlatAccess``'s store rule) takes 2
     ``DiscreteMemAccess`` (one single-element write per element of the tile,
@@ -127,7 +127,7 @@ class TransposeStridedTiles(Pass):
     Only where the rows' general path is one group of digits with no
     per-program offsets (:meth:`_Rewriter.segment_group`).
     Constraint (measured with ascendnpu-ir 1.2.0, ``bench/conv2d_store.py
-    --case 0``, docs/benchmarks.md, "Batch >= 2: per-image segments"):
+    --case 0`` as of commit 9910840):
     conv2d's NCHW output of batch 2 stored this way is 1
     ``DiscreteMemAccess`` (the window load's) instead of 3, reaches
     ``hivmc`` in every config with the single DMA's planned UB. The loop

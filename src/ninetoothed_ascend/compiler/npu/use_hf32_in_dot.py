@@ -20,7 +20,7 @@ class UseHf32InDot(Pass):
     in backends/ascend/compiler.py), asserts "please use
     input_precision='hf32' on Ascend" on "tf32", "tf32x3" and
     ``allow_tf32=True`` (triton_patch/language/core.py; measured on ntops mm,
-    bmm, conv2d, ../shared/ASCEND.md), and raises "input_precision = 'hf32'
+    bmm, conv2d, docs/ascend.md), and raises "input_precision = 'hf32'
     must be used with f32 * f32 = f32 on Ascend" for any other operand or
     result dtype (triton_patch/language/semantic.py, ``dot``). CUDA's tf32
     applies to fp32 operands only and is ignored for fp16 ones, so one
@@ -69,8 +69,7 @@ class UseHf32InDot(Pass):
         # A node that holds statements: its statement lists are walked here,
         # so that a dot's operands can be hoisted into statements before the
         # one holding it; the rest of the module is walked as every pass
-        # walks it. (Walking every node here, as this pass did, was 16 ms of
-        # flash attention's NPU pipeline: bench/pipeline_time.py --by-pass.)
+        # walks it, which skips the nodes the pass has nothing to do in.
         for field in _STATEMENT_FIELDS:
             statements = getattr(node, field, None)
 

@@ -15,7 +15,7 @@ from ninetoothed_ascend.compiler.passes import Pass, RewriteError
 from ninetoothed_ascend.compiler.syntax import clone, insert_after_imports, keyword
 
 #: At most this many configs per kernel: every config is one more NPU
-#: compile at the first launch (../shared/ASCEND.md, "Autotuning on Ascend").
+#: compile at the first launch (docs/ascend.md, "Autotuning").
 MAX_CONFIGS = 8
 
 #: Block sizes are not doubled past this, whatever the UB allows.
@@ -31,7 +31,7 @@ class FitUnifiedBuffer(Pass):
     Constraint: a tile set larger than the core's Unified Buffer (192 KB on
     Atlas A2) is a compile error on Ascend ("ub overflow, requires N bits
     while M bits available", triton-ascend migration guide;
-    ../shared/ASCEND.md, "Hardware limits"). NineToothed sizes its configs
+    docs/ascend.md, "Unified Buffer"). NineToothed sizes its configs
     for a GPU's registers and shared memory, so some of them overflow the UB
     (matmul's 128x128x64 needs about 256 KB by the model) while others leave
     most of it unused (add's largest, 1024, uses 20 KB).

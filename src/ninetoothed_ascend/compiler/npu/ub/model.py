@@ -3,7 +3,7 @@
 On Ascend every vector tile of a program lives in the core's Unified Buffer
 (UB, 192 KB on Atlas A2); a kernel whose tiles do not fit fails to compile
 ("ub overflow, requires N bits while M bits available", triton-ascend
-migration guide; ../shared/ASCEND.md, "Hardware limits"). The compile check
+migration guide; docs/ascend.md, "Unified Buffer"). The compile check
 of this project stops before ``bishengir-compile``, where that error is
 raised, so the NPU variant must fit by construction: this module estimates,
 from the kernel's AST alone, the bytes of tiles live at once for given
@@ -68,8 +68,7 @@ DTYPE_BYTES = {
 DEFAULT_ELEM_BYTES = 4
 
 #: UB bytes per element of a strided or gather-like access: one 32-byte block
-#: each, single-buffered (../shared/ASCEND.md, "BiShengIR runs on a machine
-#: without an NPU too"; ``examples/elementwise/add.py`` fp32 compiled with its
+#: each, single-buffered (docs/ascend.md, "BiShengIR without an NPU"; ``examples/elementwise/add.py`` fp32 compiled with its
 #: strides not specialized: two ``4096x8xf32`` buffers, 262,144 bytes, at
 #: 4096 lanes; ``bench/ub_model_vs_bishengir.py``).
 DISCRETE_ELEM_BYTES = 32

@@ -59,7 +59,7 @@ class SplitSubBlocks(Pass):
     Constraint: a program's tiles must fit the core's Unified Buffer (192 KB
     on A2; "ub overflow" otherwise), and the documented cure is an intra-core
     loop over ``BLOCK_SIZE_SUB`` chunks (triton-ascend migration and
-    performance guides; ../shared/ASCEND.md, "Hardware limits"; Liger-Kernel's
+    performance guides; docs/ascend.md, "Unified Buffer"; Liger-Kernel's
     Ascend port does the same by hand). Autotuned block sizes are fitted by
     :class:`~ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer.FitUnifiedBuffer`; this
     pass handles a block whose size is a constexpr the caller passes (a
