@@ -1,7 +1,8 @@
 """The lowered level: a kernel's ``ttadapter`` Linalg lowered to native code and run on the CPU over its grid, every tensor fenced.
 
-Runs in the triton-ascend environment of .ci/run, which installs LLVM 19's
-MLIR tools (Debian's mlir-19-tools and llvm-19); no NPU is involved.
+Runs in the triton-ascend environment of .ci/run; needs LLVM 19's MLIR tools
+(Debian's mlir-19-tools and llvm-19) and is skipped, with what to install,
+where they are missing. No NPU is involved.
 """
 
 import pytest

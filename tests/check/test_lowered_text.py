@@ -118,11 +118,6 @@ module {
 """
 
 
-class _Lowered:
-    def __init__(self, snapshot):
-        self.snapshot = snapshot
-
-
 @pytest.mark.parametrize(("line", "parameter"), [(6, "%arg2"), (11, "%arg3")])
 def test_a_faulting_load_is_traced_to_the_parameter_its_own_region_sees(
     tmp_path, line, parameter
@@ -130,7 +125,7 @@ def test_a_faulting_load_is_traced_to_the_parameter_its_own_region_sees(
     snapshot = pathlib.Path(tmp_path / "snapshot.mlir")
     snapshot.write_text(SIBLINGS)
 
-    operation, traced = faults._operation(_Lowered(snapshot), line)
+    operation, traced = faults.operation_at(snapshot, line)
 
     assert "memref.load %view" in operation
     assert traced == {parameter: "read"}

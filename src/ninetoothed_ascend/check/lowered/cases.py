@@ -120,7 +120,7 @@ def check_case(
     else:
         error = comparison.max_abs_error
         differing = sorted(
-            {label for record in runner.records for label in record.differing}
+            {label for record in runner.records for label in record.differing or ()}
         )
 
         if not comparison.matches:

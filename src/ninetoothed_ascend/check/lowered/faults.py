@@ -152,7 +152,7 @@ def decode(
         line = _line(lowered, instruction - base, symbolizer)
 
     if line is not None:
-        operation, traced = _operation(lowered, line)
+        operation, traced = operation_at(lowered.snapshot, line)
 
     tensor, outside, nearest = None, None, None
 
@@ -260,8 +260,23 @@ def _line(lowered, offset, symbolizer):
     return int(match[1]) if match and int(match[1]) > 0 else None
 
 
-def _operation(lowered, line):
-    lines = lowered.snapshot.read_text().splitlines()
+def operation_at(snapshot, line):
+    """The operation on ``line`` of a lowered module, and the kernel parameters its memref operands are views of.
+
+    An operand is traced through view operations (:data:`_VIEWS`) and
+    loop-carried values to a parameter of the enclosing function; a name is
+    resolved to the definition its own region sees (sibling regions reuse
+    names).
+
+    :param snapshot: ``pathlib.Path`` of the module text (:attr:`~.lowering.Lowered.snapshot`).
+    :param line: ``int``, 1-based.
+    :return: ``(text, traced)``: the line (``str``, or ``None`` past the
+        end), and ``dict`` parameter (``"%arg2"``) -> ``"read"``,
+        ``"write"`` or ``None`` (unknown), the access the operation makes
+        through it.
+    """
+
+    lines = snapshot.read_text().splitlines()
 
     if not 0 < line <= len(lines):
         return None, {}

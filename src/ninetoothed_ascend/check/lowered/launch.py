@@ -42,7 +42,8 @@ class Record:
         lowering's steps (absent when cached) and ``run`` (the child, both placements).
     :param cached: ``bool``, whether the shared object came from the cache.
     :param differing: ``tuple`` of ``str``: the tensors whose bytes differ
-        between the two fenced placements (:mod:`.execution`); empty when they agree.
+        between the two fenced placements (:mod:`.execution`); empty when
+        they agree, ``None`` when the run failed.
     :param linalg: ``str``, the ``ttadapter`` output that was lowered.
     """
 
@@ -123,21 +124,23 @@ class LoweredLaunch:
         tensors = [value for value in args if isinstance(value, torch.Tensor)]
         runner = _Runner(self, kernel, config, constants, lowered, runtime, tensors)
 
-        with _replaced_kernel(module, self.handle, runner):
-            getattr(module, self.handle.launch_name)(*args, **kwargs)
-
-        for grid, run_seconds, differing in runner.runs:
-            self.records.append(
-                Record(
-                    config=config,
-                    configs=len(configs),
-                    grid=grid,
-                    seconds=seconds | {"run": run_seconds},
-                    cached=lowered.cached,
-                    differing=differing,
-                    linalg=linalg,
+        try:
+            with _replaced_kernel(module, self.handle, runner):
+                getattr(module, self.handle.launch_name)(*args, **kwargs)
+        finally:
+            # A run that faulted is recorded too, with the seconds it took.
+            for grid, run_seconds, differing in runner.runs:
+                self.records.append(
+                    Record(
+                        config=config,
+                        configs=len(configs),
+                        grid=grid,
+                        seconds=seconds | {"run": run_seconds},
+                        cached=lowered.cached,
+                        differing=differing,
+                        linalg=linalg,
+                    )
                 )
-            )
 
 
 class _Runner:
@@ -167,22 +170,25 @@ class _Runner:
                 for name in self.kernel.arg_names
                 if name not in self.constants
             ]
-            start = time.perf_counter()
-            result = execution.run(
-                self.lowered,
-                self.runtime,
-                arguments,
-                launched,
-                kernel_name=self.launch.handle.kernel_name,
-                timeout=self.launch.timeout,
-            )
-            self.runs.append(
-                (
-                    launched + (1,) * (3 - len(launched)),
-                    time.perf_counter() - start,
-                    result.differing,
+            start, differing = time.perf_counter(), None
+
+            try:
+                differing = execution.run(
+                    self.lowered,
+                    self.runtime,
+                    arguments,
+                    launched,
+                    kernel_name=self.launch.handle.kernel_name,
+                    timeout=self.launch.timeout,
+                ).differing
+            finally:
+                self.runs.append(
+                    (
+                        launched + (1,) * (3 - len(launched)),
+                        time.perf_counter() - start,
+                        differing,
+                    )
                 )
-            )
 
         return run
 
