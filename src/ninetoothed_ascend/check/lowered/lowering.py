@@ -10,27 +10,33 @@ six ``i32``: the grid (``num_programs`` of axes 0, 1, 2) and the program id
 the kernel once per program of the grid, axis 0 fastest; a persistent loop
 inside the kernel (one program doing several tiles) runs as written.
 
-Lowering, with ``bishengir-opt`` (its LLVM is 19.1.7):
+Before lowering, the functions the Linalg only declares get CPU bodies
+(:mod:`.library`), and operations with no meaning for one program on a CPU
+are dropped (``annotation.mark``, ``gpu.barrier``). Lowering, with
+``bishengir-opt`` (its LLVM is 19.1.7):
 
 1. ``--snapshot-op-locations``: each operation's location becomes its line in
    a copy of the module kept beside the shared object, so that a faulting
    instruction maps back to the operation (:mod:`.faults`);
 2. ``--convert-elementwise-to-linalg --eliminate-empty-tensors
-   --empty-tensor-to-alloc-tensor
-   --one-shot-bufferize=allow-return-allocs-from-loops=true
-   --buffer-deallocation-pipeline``: tensors become buffers, freed where
-   they die (a persistent loop would otherwise allocate every tile anew);
+   --empty-tensor-to-alloc-tensor --one-shot-bufferize`` (across function
+   boundaries, for the library functions on tensors)
+   ``--buffer-deallocation-pipeline --convert-bufferization-to-memref``:
+   tensors become buffers, freed where they die (a persistent loop would
+   otherwise allocate every tile anew);
 3. each ``memref.copy`` is written as ``linalg.copy`` (text), so that it
    lowers to loops whose loads and stores carry the copy's location instead
    of a call into MLIR's C runner library;
 4. ``--convert-linalg-to-loops`` and the upstream conversions to the LLVM
    dialect (``triton-ascend``'s own ``linalg_to_llir`` list of its CPU
    target, without ``--convert-linalg-to-affine-loops``, which refuses a loop
-   bound defined inside an ``scf.for``), then
-   ``--ensure-debug-info-scope-on-llvm-func``;
+   bound defined inside an ``scf.for``; with ``--convert-math-to-funcs`` and
+   ``--convert-math-to-libm`` for the math operations LLVM has no
+   intrinsic for), then ``--ensure-debug-info-scope-on-llvm-func``;
 
-then ``mlir-translate --mlir-to-llvmir``, ``llc -filetype=obj
--relocation-model=pic`` and ``cc -shared``. Each shared object is cached by
+then ``mlir-translate --mlir-to-llvmir``, ``llc -O2 -filetype=obj
+-relocation-model=pic`` (for generic x86-64, not the build machine's CPU)
+and ``cc -shared``. Each shared object is cached by
 the sha256 of everything it is made from (:func:`lower`).
 """
 
