@@ -35,7 +35,7 @@ are dropped (``annotation.mark``, ``gpu.barrier``). Lowering, with
    intrinsic for), then ``--ensure-debug-info-scope-on-llvm-func``;
 
 then ``mlir-translate --mlir-to-llvmir``, ``llc -O2 -filetype=obj
--relocation-model=pic`` (for generic x86-64, not the build machine's CPU)
+-relocation-model=pic`` (for the default target's generic CPU, not the build machine's)
 and ``cc -shared``. Each shared object is cached by
 the sha256 of everything it is made from (:func:`lower`).
 """
