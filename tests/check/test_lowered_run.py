@@ -14,9 +14,9 @@ from lowered_kernels import (
     lower_bound_mask,
     unmasked_store,
 )
+from ninetoothed_ascend.compile_check import compile_stages
 
 from ninetoothed_ascend.check.lowered import faults, launch, lowering, tools
-from ninetoothed_ascend.compile_check import compile_stages
 
 pytestmark = pytest.mark.ascend
 

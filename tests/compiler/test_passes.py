@@ -1,7 +1,5 @@
 """The pass protocol and the pipeline runner: what fired, and the failing pass named."""
 
-import gc
-
 import pytest
 
 from ninetoothed_ascend.compiler.npu.fold_true_mask import FoldTrueMask
@@ -9,7 +7,6 @@ from ninetoothed_ascend.compiler.passes import (
     Pass,
     PipelineError,
     RewriteError,
-    collection_paused,
     run_pipeline,
 )
 from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
@@ -55,22 +52,3 @@ def test_pipeline_reports_what_fired():
     ):
         assert names.index(before) < names.index(after)
     assert "load(p, mask=m, other=0)" in rewritten.source
-
-
-def test_collection_is_paused_inside_the_block_and_restored_after():
-    assert gc.isenabled()
-
-    with collection_paused():
-        assert not gc.isenabled()
-
-    assert gc.isenabled()
-
-    gc.disable()
-
-    try:
-        with collection_paused():
-            assert not gc.isenabled()
-
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

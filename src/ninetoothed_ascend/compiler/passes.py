@@ -1,10 +1,8 @@
 """The pass protocol and the pipeline runner: what every rewrite pass shares."""
 
 import ast
-import contextlib
 import dataclasses
 import functools
-import gc
 
 from ninetoothed_ascend.compiler import generated
 from ninetoothed_ascend.compiler.syntax import (
@@ -336,12 +334,6 @@ def run_pipeline(source, passes, target=None, analyse=None):
     if target is None:
         target = Target.from_environment("npu")
 
-    with collection_paused():
-        return _rewrite(source, passes, target, analyse)
-
-
-def _rewrite(source, passes, target, analyse):
-    # The tree is freed when this returns, before collection resumes.
     tree = ast.parse(source)
     analysis = analyse(tree) if analyse is not None else None
     rewrites = []
@@ -373,34 +365,3 @@ def _rewrite(source, passes, target, analyse):
             module = module.rewritten(pass_class.INTRODUCES)
 
     return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis)
-
-
-@contextlib.contextmanager
-def collection_paused():
-    """Pause Python's cyclic garbage collector inside the ``with`` block (not when it is already off).
-
-    For work on a parsed module (:func:`run_pipeline`, reading launch facts)
-    that frees what it allocates before the block ends. Process-wide, as
-    ``gc.disable`` is: a block of another thread may end the pause early,
-    never extend it (measured: no cyclic garbage is left by the NPU pipeline
-    of flash attention, and its peak RSS grows by 9 MB).
-    """
-
-    # A pipeline allocates tens of thousands of AST nodes that live until it
-    # ends, and make no reference cycles: freed by reference counting, they
-    # need no cyclic collection. Collected meanwhile, they would survive into
-    # the oldest generation and bring on a full collection, which with torch,
-    # Triton and sympy imported scans the whole heap: 130-150 ms, measured
-    # with ``gc.callbacks`` during softmax's CPU variant (bench/warm_make.py),
-    # 5x NineToothed's whole ``make`` of it. What the block allocates must be
-    # freed before it ends, or the first collection after it promotes it all.
-    if not gc.isenabled():
-        yield
-        return
-
-    gc.disable()
-
-    try:
-        yield
-    finally:
-        gc.enable()

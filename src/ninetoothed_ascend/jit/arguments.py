@@ -30,7 +30,6 @@ import dataclasses
 import functools
 import os
 
-from ninetoothed_ascend.compiler.passes import collection_paused
 from ninetoothed_ascend.compiler.syntax import find, structure, walk
 
 #: Set to ``1`` to check the CUDA variant's arguments too.
@@ -147,8 +146,7 @@ def requirements_fact(source, kernel_name, launch_name):
         have the structure NineToothed generates (nothing is checked).
     """
 
-    with collection_paused():
-        required = requirements(source, kernel_name, launch_name)
+    required = requirements(source, kernel_name, launch_name)
 
     return required.to_json() if required is not None else None
 

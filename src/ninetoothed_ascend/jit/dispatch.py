@@ -21,7 +21,6 @@ import functools
 
 import torch
 
-from ninetoothed_ascend.compiler.passes import collection_paused
 from ninetoothed_ascend.compiler.syntax import walk
 from ninetoothed_ascend.jit.handle import Handle
 
@@ -98,8 +97,7 @@ def launch_facts(generated):
         (``None`` and ``[]`` when it cannot tell).
     """
 
-    with collection_paused():
-        parameters = launch_parameters(generated.source, generated.launch_name)
+    parameters = launch_parameters(generated.source, generated.launch_name)
 
     return {
         "parameters": list(parameters[0]) if parameters is not None else None,
