@@ -26,7 +26,6 @@ from ninetoothed_ascend.compiler.passes import (
     run_pipeline,
 )
 
-pytestmark = pytest.mark.ascend
 
 
 def _cuda_libdevice_functions():
@@ -357,6 +356,7 @@ def _kernel(tmp_path, name, arguments):
     }
 
 
+@pytest.mark.ascend
 @pytest.mark.parametrize(
     "name",
     [
@@ -380,6 +380,7 @@ def test_ascend_libdevice_function_passes_ttir_and_ttadapter(tmp_path, name):
     assert "func.func" in linalg
 
 
+@pytest.mark.ascend
 def test_flip_needs_a_dimension(tmp_path):
     kernel, signature = _kernel(tmp_path, "flip", ["a0"])
 

@@ -12,7 +12,6 @@ from ninetoothed_ascend.compiler.passes import (
     run_pipeline,
 )
 
-pytestmark = pytest.mark.ascend
 
 
 KERNEL = """
@@ -42,6 +41,7 @@ def _compile(source, tmp_path, pointer):
     return compile_stages(module.kernel, signature, {})[0]
 
 
+@pytest.mark.ascend
 @pytest.mark.parametrize("pointer", ["*fp16", "*fp32"])
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_tf32_fails_without_the_pass_and_passes_with_it(precision, pointer, tmp_path):
@@ -57,6 +57,7 @@ def test_tf32_fails_without_the_pass_and_passes_with_it(precision, pointer, tmp_
     assert "func.func" in _compile(rewritten.source, tmp_path, pointer)
 
 
+@pytest.mark.ascend
 @pytest.mark.parametrize("pointer", ["*fp16"])
 def test_unconditional_hf32_fails_for_fp16(pointer, tmp_path):
     """Why the pass decides by dtype: hf32 is refused for anything but fp32 x fp32."""
