@@ -3,7 +3,14 @@
 import ast
 
 import torch
-from helpers import TRANSPOSED, launch_flag, launch_keywords, shared_example
+from helpers import (
+    FLATTENED,
+    TRANSPOSED,
+    canary_payload,
+    launch_flag,
+    launch_keywords,
+    shared_example,
+)
 
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     COLLAPSES,
@@ -13,21 +20,6 @@ from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     scalar_accesses,
 )
 from ninetoothed_ascend.compiler.passes import run_pipeline
-
-#: A flattened 2-D load, as NineToothed writes it, and its launch.
-FLATTENED = """
-import triton
-import triton.language as tl
-
-@triton.jit
-def kernel(x_pointer, x_size_0, x_size_1, x_stride_0, x_stride_1, y_pointer, BLOCK: tl.constexpr):
-    i = tl.program_id(0)
-    flat = i * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_pointer + flat, tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 * x_stride_1), mask=(i * BLOCK + tl.arange(0, BLOCK) < x_size_0 * x_size_1) & (i >= 0) & ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 < x_size_0) & ((i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 < x_size_1)))
-
-def launch_kernel(x, y):
-    kernel[(1,)](x, x.size(0), x.size(1), x.stride(0), x.stride(1), y)
-"""
 
 
 def rewrite(source):
@@ -255,25 +247,9 @@ def test_conv2d_with_an_nchw_output_stores_through_the_gather_and_channels_last_
     assert taken(nchw.to(memory_format=torch.channels_last)) is True
 
 
-def _canary_payload(canary):
-    # Python that the old name filter let through (it reads no name but the
-    # sizes): ``object.__subclasses__()`` down to ``os.system``.
-    subclasses = object.__subclasses__()
-    index = next(
-        i
-        for i, cls in enumerate(subclasses)
-        if cls.__name__ == "_wrap_close" and cls.__module__ == "os"
-    )
-
-    return (
-        f"x_size_0.__class__.__mro__[1].__subclasses__()[{index}]"
-        f".__init__.__globals__['system']('touch {canary}')"
-    )
-
-
 def test_a_mask_comparator_is_evaluated_never_executed(tmp_path):
     canary = tmp_path / "canary"
-    payload = _canary_payload(canary)
+    payload = canary_payload(canary)
     crafted = FLATTENED.replace(
         "< x_size_0 * x_size_1)", f"< x_size_0 * x_size_1 + {payload} * 0)"
     )
