@@ -5,6 +5,8 @@ Layout of a cache directory::
     sources/<sha256 of the text>.py   one file per generated variant
     kernels/<kernel key>.json         which source each variant of a kernel is
     locks/<kernel key>.lock           held while one process generates a kernel
+    quarantine/<kernel key>.json      an entry that failed at load or at its
+                                      first call, moved aside (:meth:`Cache.quarantine`)
     memos/<kind>/<stamp>              what ``jit.fingerprint`` derives from
                                       files or the driver (:data:`MEMO_KINDS`),
                                       by a stamp of what it was read from
@@ -26,9 +28,11 @@ same way (and must not be a symbolic link) before it is read. Threat model:
 docs/cache.md.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import pathlib
 import stat
 import warnings
@@ -39,8 +43,10 @@ from ninetoothed_ascend.cache.directory import (
     ENVIRONMENT_VARIABLES,
     UntrustedFileError,
     default_directory,
+    directory_problem,
     make_directory,
     private_directory,
+    system_directory,
     trust_problem,
     writable_directory,
     write_atomically,
@@ -69,8 +75,10 @@ __all__ = [
     "Variant",
     "check_entry",
     "default_directory",
+    "directory_problem",
     "make_directory",
     "private_directory",
+    "system_directory",
     "trust_problem",
     "writable_directory",
     "write_atomically",
@@ -97,25 +105,32 @@ class Cache:
         if directory is None:
             directory = default_directory()
         else:
+            problem = None
+
+            # The empty path would be the working directory; a system
+            # directory is never a cache (root could write there).
+            if not str(directory) or system_directory(directory):
+                problem = directory_problem(directory, create=False)
+            elif writable_directory(pathlib.Path(directory)):
+                problem = trust_problem(pathlib.Path(directory), parents=True)
+
+            if problem is not None:
+                fallback = private_directory()
+                warnings.warn(
+                    f"ninetoothed-ascend: not using cache directory {problem}; "
+                    f"using {fallback}.",
+                    stacklevel=2,
+                )
+                directory = fallback
+
             directory = pathlib.Path(directory)
-
-            if writable_directory(directory):
-                problem = trust_problem(directory, parents=True)
-
-                if problem is not None:
-                    fallback = private_directory()
-                    warnings.warn(
-                        f"ninetoothed-ascend: not using cache directory {problem}; "
-                        f"using {fallback}.",
-                        stacklevel=2,
-                    )
-                    directory = fallback
 
         self.directory = directory
         self._sources = self.directory / "sources"
         self._kernels = self.directory / "kernels"
         self._locks = self.directory / "locks"
         self._memos = self.directory / "memos"
+        self._quarantine = self.directory / "quarantine"
 
     def lock(self, key):
         """Return a ``filelock.FileLock`` that serializes generation of ``key`` across processes."""
@@ -124,19 +139,64 @@ class Cache:
 
         return filelock.FileLock(self._locks / f"{key}.lock")
 
-    def load(self, key, definition=None, read=VARIANT_NAMES):
+    @contextlib.contextmanager
+    def locked(self, key, raise_errors=False):
+        """Hold :meth:`lock` of ``key`` for a ``with`` block, which gets whether it is held.
+
+        A lock that cannot be taken (its file is a directory or a symbolic
+        link loop, its path too long, its directory not a directory) is
+        one warning, and the block runs without it: the caller then keeps
+        what it builds in memory and stores nothing.
+
+        :param key: ``str``, the cache key.
+        :param raise_errors: ``True`` to raise instead of warning.
+        :return: context manager yielding ``bool``.
+        :raises OSError: with ``raise_errors``, the lock cannot be taken.
+        """
+
+        path = self._locks / f"{key}.lock"
+
+        try:
+            lock = self.lock(key)
+            lock.acquire()
+        except OSError as error:
+            if raise_errors:
+                raise
+
+            warnings.warn(
+                f"ninetoothed-ascend: cannot take the lock {path} "
+                f"({error.strerror or error}); kernel {key[:12]} runs from "
+                "memory and is built again in the next process.",
+                stacklevel=4,
+            )
+
+            yield False
+
+            return
+
+        try:
+            yield True
+        finally:
+            lock.release()
+
+    def load(self, key, definition=None, read=VARIANT_NAMES, quarantine=False):
         """Return the :class:`Entry` stored for ``key``, or ``None``.
 
         ``None`` also when the entry or any source it reads is missing,
         unreadable, malformed (:func:`check_entry`), records another key (or
-        another ``definition``, when given), or fails its hash check; the
-        reason is logged.
+        another ``definition``, when given), fails its hash check, or holds a
+        source that defines no launch function of the entry's name; the
+        reason is logged, or with ``quarantine`` the entry is moved to
+        ``quarantine/`` with a warning (:meth:`quarantine`), so that it is
+        built again once. An entry of another :data:`FORMAT` is only logged.
 
         :param key: ``str``, the cache key.
         :param definition: ``str``, the definition digest the entry must
             record, or ``None`` not to check it.
         :param read: the names of the variants whose sources are read and
             checked (default: all); the entry holds those of them it stores.
+        :param quarantine: ``True`` to move a faulty entry aside (``make``
+            and the handle do); the commands that only read do not.
             A ``make`` that finds its kernel reads what a cold one builds,
             NineToothed's source and the variant the first call most likely
             needs, and the handle reads another where it is first needed
@@ -146,6 +206,7 @@ class Cache:
         """
 
         entry_path = self._kernels / f"{key}.json"
+        stored = None
 
         try:
             self._check_trusted(entry_path)
@@ -156,7 +217,7 @@ class Cache:
                 raise EntryError("it records another definition digest")
 
             variants = {
-                name: self._load_variant(record)
+                name: self._load_variant(record, stored["launch_name"])
                 for name, record in stored["variants"].items()
                 if name in read
             }
@@ -168,6 +229,7 @@ class Cache:
                 counters_delta=tuple(stored["counters_delta"]),
                 definition=stored["definition"],
                 launch=stored["launch"],
+                verified=stored["verified"],
             )
         except FileNotFoundError:
             return None
@@ -180,13 +242,51 @@ class Cache:
 
             return None
         except (OSError, ValueError, RecursionError) as error:
-            logger.warning(
-                "ninetoothed-ascend: ignoring cache entry %s (generating it again): %s",
-                entry_path,
-                error,
-            )
+            stale = isinstance(stored, dict) and stored.get("format") != FORMAT
+
+            if quarantine and not stale and not isinstance(error, OSError):
+                self.quarantine(key, error)
+            else:
+                logger.warning(
+                    "ninetoothed-ascend: ignoring cache entry %s (generating it again): %s",
+                    entry_path,
+                    error,
+                )
 
             return None
+
+    def quarantine(self, key, reason):
+        """Move the entry of ``key`` to ``quarantine/<key>.json``, with a warning naming ``reason``.
+
+        The entry failed at load or at its first call for a reason of its
+        own (malformed requirements, a source that defines no launch
+        function, a source that fails when executed): it is kept for
+        inspection, and the kernel is built again once, in its place.
+        ``clear`` removes quarantined entries with the others. A move that
+        fails is logged; the caller builds the kernel again either way.
+
+        :param key: ``str``, the cache key.
+        :param reason: the exception (or ``str``) that says what failed.
+        """
+
+        entry_path = self._kernels / f"{key}.json"
+        target = self._quarantine / f"{key}.json"
+
+        try:
+            make_directory(self._quarantine)
+            os.replace(entry_path, target)
+        except FileNotFoundError:
+            return  # another process moved it first, or it was removed
+        except OSError as error:
+            logger.warning(
+                "ninetoothed-ascend: could not quarantine %s: %s", entry_path, error
+            )
+
+        warnings.warn(
+            f"ninetoothed-ascend: quarantined the cache entry of kernel {key[:12]} "
+            f"to {target} ({_one_line(reason)}); it is built again.",
+            stacklevel=4,
+        )
 
     def _check_trusted(self, path):
         for checked in (self.directory, path.parent, path):
@@ -195,7 +295,7 @@ class Cache:
             if problem is not None:
                 raise UntrustedFileError(problem)
 
-    def _load_variant(self, record):
+    def _load_variant(self, record, launch_name):
         rewrites = tuple((name, count) for name, count in record["rewrites"])
 
         if record["digest"] is None:
@@ -208,7 +308,13 @@ class Cache:
         if hashlib.sha256(data).hexdigest() != record["digest"]:
             raise ValueError(f"{path} does not match its sha256")
 
-        return Variant(data.decode("utf-8"), rewrites, record["error"], path)
+        source = data.decode("utf-8")
+
+        # A handle takes the launch function by this name from every variant.
+        if f"\ndef {launch_name}(" not in source:
+            raise EntryError(f"{path} defines no launch function {launch_name}")
+
+        return Variant(source, rewrites, record["error"], path)
 
     def store(self, key, entry):
         """Write ``entry`` under ``key``: each source first, then the entry that names them.
@@ -259,12 +365,33 @@ class Cache:
             "counters_delta": list(entry.counters_delta),
             "variants": records,
             "launch": entry.launch,
+            "verified": entry.verified,
         }
         write_atomically(
             self._kernels / f"{key}.json",
             json.dumps(stored, indent=1).encode("utf-8"),
             durable=False,
         )
+
+    def mark_verified(self, key, digest):
+        """Record in the entry of ``key`` that its NineToothed source, of sha256 ``digest``, is what its definition generates.
+
+        Called under the kernel's lock by the ``make`` that compared them. An
+        entry that no longer records that source (replaced meanwhile) is left
+        as it is.
+
+        :raises OSError: the entry cannot be read or written.
+        """
+
+        path = self._kernels / f"{key}.json"
+        self._check_trusted(path)
+        stored = json.loads(path.read_text(encoding="utf-8"))
+
+        if stored.get("variants", {}).get(VARIANT_NAMES[0], {}).get("digest") == digest:
+            stored["verified"] = True
+            write_atomically(
+                path, json.dumps(stored, indent=1).encode("utf-8"), durable=False
+            )
 
     def memo(self, kind, stamp):
         """Return the text :meth:`remember` stored for ``kind`` under ``stamp``, or ``None``.
@@ -405,6 +532,12 @@ class Cache:
                 path.unlink(missing_ok=True)
 
         return removed, sources
+
+
+def _one_line(reason):
+    lines = str(reason).strip().splitlines()
+
+    return lines[0] if lines else type(reason).__name__
 
 
 def _files(directory, pattern):

@@ -207,10 +207,12 @@ def import_command(archive_path, cache_dir):
     present) before anything is written; a bad archive changes nothing.
     """
 
+    from ninetoothed_ascend.jit import admit_entry
+
     cache = _cache(cache_dir)
 
     try:
-        entries, sources = archive.import_archive(cache, archive_path)
+        entries, sources = archive.import_archive(cache, archive_path, admit_entry)
     except archive.ArchiveError as error:
         raise click.ClickException(str(error)) from None
     except OSError as error:
