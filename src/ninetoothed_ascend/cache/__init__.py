@@ -7,6 +7,13 @@ Layout of a cache directory::
     locks/<kernel key>.lock           held while one process generates a kernel
     quarantine/<kernel key>.json      an entry that failed at load or at its
                                       first call, moved aside (:meth:`Cache.quarantine`)
+    environments/<digest>.json        each environment that used the cache, and
+                                      the installation it belongs to; its
+                                      modification time is its last use
+                                      (:meth:`Cache.note_environment`)
+    usage.json, usage.ledger          the size the last eviction measured, and
+                                      what was stored since
+                                      (:mod:`~ninetoothed_ascend.cache.eviction`)
     memos/<kind>/<stamp>              what ``jit.fingerprint`` derives from
                                       files or the driver (:data:`MEMO_KINDS`),
                                       by a stamp of what it was read from
@@ -26,6 +33,11 @@ others without the sticky bit); otherwise the refusal is explained in a
 warning and a private directory is used instead. Each file is checked the
 same way (and must not be a symbolic link) before it is read. Threat model:
 docs/cache.md.
+
+Bounded: at most ``$NINETOOTHED_ASCEND_CACHE_SIZE`` bytes (1 GiB by
+default), the least recently used entries evicted first
+(:mod:`~ninetoothed_ascend.cache.eviction`); :meth:`Cache.stale_keys` names
+the entries that no installation using the cache can reach any more.
 """
 
 import contextlib
@@ -35,10 +47,12 @@ import logging
 import os
 import pathlib
 import stat
+import time
 import warnings
 
 import filelock
 
+from ninetoothed_ascend.cache import environments, eviction
 from ninetoothed_ascend.cache.directory import (
     ENVIRONMENT_VARIABLES,
     UntrustedFileError,
@@ -60,6 +74,7 @@ from ninetoothed_ascend.cache.entry import (
     Variant,
     check_entry,
 )
+from ninetoothed_ascend.cache.eviction import SIZE_VARIABLE
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +86,7 @@ __all__ = [
     "Cache",
     "Entry",
     "EntryError",
+    "SIZE_VARIABLE",
     "UntrustedFileError",
     "Variant",
     "check_entry",
@@ -92,6 +108,10 @@ __all__ = [
 #: device properties Triton's driver reports (JSON), by the CUDA device's
 #: identity.
 MEMO_KINDS = ("environment", "function", "device")
+
+#: Seconds within which a use of an entry does not move its modification
+#: time again: least-recently-used eviction needs no finer order.
+TOUCH_INTERVAL = 600.0
 
 
 class Cache:
@@ -131,6 +151,10 @@ class Cache:
         self._locks = self.directory / "locks"
         self._memos = self.directory / "memos"
         self._quarantine = self.directory / "quarantine"
+        self._environments = self.directory / "environments"
+        self._layout = eviction.Layout(self.directory, MEMO_KINDS)
+        # When each entry loaded was last used (its modification time).
+        self._modified = {}
 
     def lock(self, key):
         """Return a ``filelock.FileLock`` that serializes generation of ``key`` across processes."""
@@ -210,7 +234,11 @@ class Cache:
 
         try:
             self._check_trusted(entry_path)
-            stored = json.loads(entry_path.read_text(encoding="utf-8"))
+
+            with open(entry_path, "rb") as file:
+                self._modified[key] = os.fstat(file.fileno()).st_mtime
+                stored = json.loads(file.read())
+
             check_entry(stored, key)
 
             if definition is not None and stored["definition"] != definition:
@@ -230,6 +258,7 @@ class Cache:
                 definition=stored["definition"],
                 launch=stored["launch"],
                 verified=stored["verified"],
+                environment=stored["environment"],
             )
         except FileNotFoundError:
             return None
@@ -331,6 +360,7 @@ class Cache:
         make_directory(self._kernels)
 
         records = {}
+        written = 0
 
         for name in VARIANT_NAMES:
             variant = entry.variants.get(name)
@@ -344,11 +374,12 @@ class Cache:
                 digest = variant.digest
                 path = self.source_path(digest)
 
-                if variant.path != path:
-                    write_atomically(
-                        path, variant.source.encode("utf-8"), durable=False
-                    )
+                # Written again where it is gone (evicted meanwhile).
+                if variant.path != path or not path.exists():
+                    data = variant.source.encode("utf-8")
+                    write_atomically(path, data, durable=False)
                     variant.path = path
+                    written += len(data)
 
             records[name] = {
                 "digest": digest,
@@ -366,12 +397,114 @@ class Cache:
             "variants": records,
             "launch": entry.launch,
             "verified": entry.verified,
+            "environment": entry.environment,
         }
-        write_atomically(
-            self._kernels / f"{key}.json",
-            json.dumps(stored, indent=1).encode("utf-8"),
-            durable=False,
-        )
+        data = json.dumps(stored, indent=1).encode("utf-8")
+        write_atomically(self._kernels / f"{key}.json", data, durable=False)
+        self._account(written + len(data))
+
+    def _account(self, written):
+        # Evict when the estimate of the cache's size passes the limit.
+        limit = eviction.size_limit()
+
+        if limit is None:
+            return
+
+        try:
+            over = eviction.account(self._layout, written, limit)
+        except OSError as error:
+            logger.info(
+                "ninetoothed-ascend: could not account %s: %s", self.directory, error
+            )
+            over = False
+
+        if over:
+            self.evict(limit)
+
+    def evict(self, limit=None):
+        """Bring the cache under ``limit`` bytes, least recently used entries first (:func:`~ninetoothed_ascend.cache.eviction.evict`).
+
+        :param limit: ``int``, or ``None`` for :func:`~ninetoothed_ascend.cache.eviction.size_limit`.
+        :return: ``(bytes now, entries removed)``, or ``None`` when there is
+            no limit or another process is evicting.
+        """
+
+        limit = eviction.size_limit() if limit is None else limit
+
+        if limit is None:
+            return None
+
+        try:
+            return eviction.evict(self._layout, limit)
+        except OSError as error:
+            logger.warning(
+                "ninetoothed-ascend: could not evict from %s: %s", self.directory, error
+            )
+
+            return None
+
+    def size(self):
+        """The bytes the cache's files take (``int``), measured as eviction measures them."""
+
+        return eviction.usage(self._layout)[0]
+
+    def touch(self, key):
+        """Record that the entry of ``key`` was used now (its modification time), for least-recently-used eviction.
+
+        A ``make`` that finds its kernel calls it after :meth:`load`; the
+        ``utime`` (15 us on this project's loaded machine, ext4) is skipped
+        where the entry was used less than :data:`TOUCH_INTERVAL` seconds
+        ago. A failure is ignored.
+        """
+
+        if time.time() - self._modified.get(key, 0.0) < TOUCH_INTERVAL:
+            return
+
+        try:
+            os.utime(self._kernels / f"{key}.json")
+        except OSError:
+            pass
+
+    def note_environment(self, digest, installation):
+        """Record that ``installation`` uses the cache with the environment of ``digest`` now (:func:`~ninetoothed_ascend.cache.environments.note`)."""
+
+        environments.note(self._environments, digest, installation)
+
+    def current_environments(self):
+        """The digests of the environments each installation that used the cache used last (:func:`~ninetoothed_ascend.cache.environments.current`)."""
+
+        return environments.current(self._environments)
+
+    def stale_keys(self):
+        """The keys of the entries no installation using the cache can reach any more.
+
+        An entry is reached only in the environment it was made in (the
+        key covers the versions of Python, NineToothed, Triton, this
+        package's sources and the NPU target); an installation reaches only
+        the environment it used last (:meth:`note_environment`). So stale:
+        an entry whose environment no installation used last (made before a
+        package edit or an upgrade), and one that fails its checks. An entry
+        of an installation that has not used the cache since stays until
+        that installation moves on.
+
+        :return: ``list`` of ``str``.
+        """
+
+        current = self.current_environments()
+        stale = []
+
+        for key in self.keys():
+            try:
+                stored = json.loads(self.entry_path(key).read_text(encoding="utf-8"))
+                check_entry(stored, key)
+            except (OSError, ValueError, RecursionError):
+                stale.append(key)
+                continue
+
+            if stored["environment"] not in current:
+                stale.append(key)
+
+        return stale
 
     def mark_verified(self, key, digest):
         """Record in the entry of ``key`` that its NineToothed source, of sha256 ``digest``, is what its definition generates.
@@ -528,8 +661,14 @@ class Cache:
                     for kind in MEMO_KINDS
                     for path in _files(self._memos / kind, "*")
                 ),
+                *_files(self._quarantine, "*.json"),
+                *_files(self._environments, "*.json"),
+                *_files(self.directory, "usage.json"),
+                *_files(self.directory, "usage.ledger"),
             ):
                 path.unlink(missing_ok=True)
+        else:
+            environments.forget_others(self._environments)
 
         return removed, sources
 

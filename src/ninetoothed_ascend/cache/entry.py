@@ -10,7 +10,8 @@ import re
 #: key and definition. 3: an entry holds the CUDA variant and those of the
 #: others built so far, and the launch facts (:class:`Entry`). 4: an entry
 #: records whether its NineToothed source was generated here from its
-#: definition (``verified``). An entry of another format is ignored and the
+#: definition (``verified``), and the digest of the environment it was made
+#: in (``environment``). An entry of another format is ignored and the
 #: kernel generated again.
 FORMAT = 4
 
@@ -80,6 +81,9 @@ class Entry:
         whose source is bound to its definition only by what its author
         wrote: the first ``make`` of the kernel, which has the definition,
         generates the source and compares (``jit``).
+    :param environment: sha256 hex of the environment the entry was made
+        in (``jit.fingerprint.environment_digest``), or ``None`` where the
+        entry is only held in memory; ``clear --stale`` reads it.
     """
 
     kernel_name: str
@@ -89,6 +93,7 @@ class Entry:
     definition: str | None = None
     launch: dict | None = None
     verified: bool = True
+    environment: str | None = None
 
     def digests(self):
         """Return the sha256 of each variant built so far (``None`` for one that failed to build).
@@ -121,7 +126,8 @@ def check_entry(stored, key):
     describes it, its parameter names identifiers and no keywords (a handle
     compiles a ``__call__`` with them), its requirements those of its own
     parameters (every index and dimension within range: a handle compiles
-    the argument check from them), and ``verified`` a ``bool``.
+    the argument check from them), ``verified`` a ``bool`` and
+    ``environment`` a sha256 hex digest.
 
     :param stored: what ``json.loads`` returned for the entry file.
     :param key: ``str``, the key the entry is stored under.
@@ -199,6 +205,11 @@ def check_entry(stored, key):
     problem = _launch_problem(stored["launch"])
     require(problem is None, f"launch {problem}")
     require(type(stored.get("verified")) is bool, "verified is not true or false")
+    require(
+        isinstance(stored.get("environment"), str)
+        and DIGEST.fullmatch(stored["environment"]),
+        "environment is not a sha256 digest",
+    )
 
 
 def _launch_problem(launch):

@@ -22,7 +22,9 @@ from ninetoothed_ascend.jit.fingerprint import (
     Memos,
     definition_digest,
     device_properties,
+    environment_digest,
     environment_key,
+    installation,
 )
 from ninetoothed_ascend.jit.handle import (
     Handle,
@@ -401,8 +403,11 @@ def _load_or_build(
     entry = cache.load(key, digest, read, quarantine=True)
     built = False
     stored = True
+    _note_environment(cache, memos)
 
     if entry is not None and (entry.verified or build is not None):
+        cache.touch(key)
+
         if memos is not None:
             memos.store()
     else:
@@ -451,6 +456,18 @@ def _load_or_build(
             observer(handle, record | {"built": built, "stored": stored})
 
     return handle
+
+
+#: The cache directories this process has noted its environment in.
+_noted = set()
+
+
+def _note_environment(cache, memos):
+    # Once per process and cache directory: ``clear --stale`` keeps what the
+    # environment an installation used last can reach.
+    if cache.directory not in _noted:
+        _noted.add(cache.directory)
+        cache.note_environment(environment_digest(memos), installation())
 
 
 def _generates(entry, generated, counters_delta):
@@ -547,6 +564,7 @@ def _entry(generated, counters_delta, all_variants=False):
         variants=variants,
         counters_delta=counters_delta,
         launch=launch,
+        environment=environment_digest(),
     )
 
 
