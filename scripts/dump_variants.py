@@ -68,8 +68,14 @@ def manifest_kernels(paths):
             generated = GeneratedSource(
                 kernel["source"], kernel["kernel_name"], kernel["launch_name"]
             )
+            # NineToothed's source is checked against its digest; the other
+            # variants are what this installation's passes make of it.
             handle, _ = rebuild(
-                kernel["definition"], generated, tuple(kernel["counters_delta"])
+                kernel["definition"],
+                generated,
+                tuple(kernel["counters_delta"]),
+                kernel["variants"],
+                compare=(),
             )
             yield f"{file.stem}.{index:03d}.{kernel['kernel_name']}", handle
 

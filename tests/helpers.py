@@ -197,3 +197,35 @@ def kernel(x_pointer, x_size_0, x_size_1, x_size_2, x_stride_0, x_stride_1, x_st
 def launch_kernel(x, y):
     kernel[(1,)](x, x.size(0), x.size(1), x.size(2), x.stride(0), x.stride(1), x.stride(2), y, y.size(0), y.size(1), y.size(2), y.stride(0), y.stride(1), y.stride(2))
 """
+
+
+#: A flattened 2-D load, as NineToothed writes it, and its launch.
+FLATTENED = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x_pointer, x_size_0, x_size_1, x_stride_0, x_stride_1, y_pointer, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    flat = i * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_pointer + flat, tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 * x_stride_1), mask=(i * BLOCK + tl.arange(0, BLOCK) < x_size_0 * x_size_1) & (i >= 0) & ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 < x_size_0) & ((i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 < x_size_1)))
+
+def launch_kernel(x, y):
+    kernel[(1,)](x, x.size(0), x.size(1), x.stride(0), x.stride(1), y)
+"""
+
+
+def canary_payload(canary):
+    """A Python expression that reads no name but ``x_size_0`` and, executed, runs ``touch canary`` (``object.__subclasses__()`` down to ``os.system``): what a pass must never execute."""
+
+    subclasses = object.__subclasses__()
+    index = next(
+        i
+        for i, cls in enumerate(subclasses)
+        if cls.__name__ == "_wrap_close" and cls.__module__ == "os"
+    )
+
+    return (
+        f"x_size_0.__class__.__mro__[1].__subclasses__()[{index}]"
+        f".__init__.__globals__['system']('touch {canary}')"
+    )

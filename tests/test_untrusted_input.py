@@ -441,3 +441,299 @@ def test_an_oversized_manifest_is_refused_before_reading(tmp_path, monkeypatch):
     output = one_line(invoke("warm", manifest, "--cache-dir", tmp_path / "cache"))
 
     assert "more than the limit of 100" in output
+
+
+# What enters the cache from outside (a manifest through ``warm`` or
+# ``check``, an archive through ``import``) is verified before anything of it
+# runs, on one path: NineToothed's recorded source must match its recorded
+# digest, every variant is built here from it, and the entry is bound to its
+# definition at the first ``make`` that has the definition.
+
+
+def canary_line(marker):
+    return f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+
+
+def altered_manifest(manifest, path, change):
+    """Write ``manifest`` with ``change(document)`` applied to ``path``."""
+
+    document = json.loads(manifest.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+    return path
+
+
+def test_warm_of_a_manifest_with_a_crafted_mask_comparator_runs_nothing(tmp_path):
+    from helpers import FLATTENED, canary_payload
+
+    canary = tmp_path / "canary"
+    crafted = FLATTENED.replace(
+        "< x_size_0 * x_size_1)",
+        f"< x_size_0 * x_size_1 + {canary_payload(canary)} * 0)",
+    )
+    original = {"cuda": hashlib.sha256(FLATTENED.encode()).hexdigest()}
+    consistent = {"cuda": hashlib.sha256(crafted.encode()).hexdigest()}
+
+    for variants in (original, consistent):
+        kernel = {
+            "definition": "d" * 64,
+            "key": "k" * 64,
+            "kernel_name": "kernel",
+            "launch_name": "launch_kernel",
+            "counters_delta": [0, 0],
+            "origin": {},
+            "source": crafted,
+            "variants": variants | {"npu": "e" * 64, "cpu": "f" * 64},
+            "calls": [],
+        }
+        manifest = tmp_path / "crafted.json"
+        manifest_module.write(
+            manifest,
+            {
+                "format": manifest_module.FORMAT,
+                "version": manifest_module.VERSION,
+                "command": [],
+                "environment": manifest_module.environment_description(),
+                "kernels": [kernel],
+            },
+        )
+
+        result = invoke("warm", manifest, "--json", "--cache-dir", tmp_path / "cache")
+
+        assert not canary.exists()
+        assert result.exit_code == 1, result.output
+        (failed,) = json.loads(result.output)["kernels"]
+        assert failed["status"] == "failed"
+        assert "nothing was cached" in failed["detail"], failed["detail"]
+        assert Cache(tmp_path / "cache").keys() == []
+
+
+def test_check_of_a_manifest_whose_source_gained_a_line_stores_nothing(
+    recorded, tmp_path
+):
+    _, manifest = recorded
+    marker = tmp_path / "pwned"
+
+    def change(document):
+        kernel = document["kernels"][0]
+        kernel["source"] = canary_line(marker) + kernel["source"]
+
+    altered = altered_manifest(manifest, tmp_path / "altered.json", change)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+
+    result = invoke("check", "--manifest", altered, "--cache-dir", fresh)
+
+    listed = json.loads(invoke("ls", "--json", "--cache-dir", fresh).output)
+    assert "add" not in [k["kernel_name"] for k in listed["kernels"]]
+    assert not marker.exists()
+    assert "differ from the recorded ones" in result.output, result.output
+    assert result.exit_code == 1
+    # The next ordinary program makes the real kernel.
+    assert run_ops(fresh, *OPS)["max_abs_error"] == 0.0
+    assert not marker.exists()
+
+
+def test_the_environment_field_of_a_manifest_is_no_way_around_the_check(
+    recorded, tmp_path
+):
+    _, manifest = recorded
+    marker = tmp_path / "pwned"
+
+    def change(document):
+        document["environment"]["ninetoothed-ascend"] = "0" * 64
+        kernel = document["kernels"][0]
+        kernel["source"] = canary_line(marker) + kernel["source"]
+
+    altered = altered_manifest(manifest, tmp_path / "altered.json", change)
+    fresh = tmp_path / "fresh"
+
+    result = invoke("warm", altered, "--json", "--cache-dir", fresh)
+
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert report["counts"] == {"built": 1, "cached": 0, "failed": 1}
+    assert not marker.exists()
+    assert run_ops(fresh, *OPS)["max_abs_error"] == 0.0
+    assert not marker.exists()
+
+
+def swap_fields(members):
+    """Swap every field but ``key`` and ``definition`` between the archive's two entries."""
+
+    first, second = sorted(n for n in members if n.startswith("kernels/"))
+    a, b = json.loads(members[first]), json.loads(members[second])
+    swapped_a = b | {"key": a["key"], "definition": a["definition"]}
+    swapped_b = a | {"key": b["key"], "definition": b["definition"]}
+
+    return members | {
+        first: json.dumps(swapped_a).encode(),
+        second: json.dumps(swapped_b).encode(),
+    }
+
+
+def test_an_archive_whose_entries_swap_every_field_but_key_and_definition_never_runs(
+    recorded, tmp_path
+):
+    cache_dir, _ = recorded
+    bad = write_archive(
+        tmp_path / "swapped.tar.gz", swap_fields(exported(cache_dir, tmp_path))
+    )
+    target = tmp_path / "target"
+    invoke("import", bad, "--cache-dir", target)
+
+    # add must add, sub subtract: the swapped entries are refused at their
+    # first make, which has the definition, and built again.
+    assert run_ops(target, *OPS)["max_abs_error"] == 0.0
+    assert run_ops(target, *OPS)["max_abs_error"] == 0.0
+
+
+def fabricate(members, marker):
+    """Give the archive's first entry a CUDA source that writes ``marker`` and the CPU variant built from it, every digest self-consistent."""
+
+    from ninetoothed_ascend.jit import GeneratedSource
+    from ninetoothed_ascend.jit.variants import build_variant
+
+    name = sorted(n for n in members if n.startswith("kernels/"))[0]
+    stored = json.loads(members[name])
+    cuda = stored["variants"]["cuda"]
+    source = canary_line(marker) + members[f"sources/{cuda['digest']}.py"].decode()
+    generated = GeneratedSource(source, stored["kernel_name"], stored["launch_name"])
+    members = dict(members)
+
+    for variant in ("cuda", "cpu"):
+        built = build_variant(generated, variant)
+        members[f"sources/{built.digest}.py"] = built.source.encode()
+        stored["variants"][variant]["digest"] = built.digest
+
+    stored["variants"].pop("npu", None)
+    members[name] = json.dumps(stored).encode()
+
+    return members
+
+
+def test_a_fabricated_entry_with_self_consistent_hashes_never_runs(recorded, tmp_path):
+    cache_dir, _ = recorded
+    marker = tmp_path / "pwned"
+    bad = write_archive(
+        tmp_path / "fabricated.tar.gz", fabricate(exported(cache_dir, tmp_path), marker)
+    )
+    target = tmp_path / "target"
+    invoke("import", bad, "--cache-dir", target)
+
+    assert run_ops(target, *OPS)["max_abs_error"] == 0.0
+    assert not marker.exists()
+
+
+# An entry that fails at load or at its first call, for a reason of its own,
+# is quarantined and built again, once, with a warning; the call succeeds.
+
+
+def run_ops_warnings(cache_dir, *ops):
+    """Like :func:`run_ops`, with the warnings on stderr."""
+
+    completed = subprocess.run(
+        [sys.executable, "-W", "always", "-c", RUN_OPS, *ops],
+        capture_output=True,
+        text=True,
+        env=os.environ | ENV | {"NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir)},
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    warned = [
+        line for line in completed.stderr.splitlines() if "ninetoothed-ascend:" in line
+    ]
+
+    return report, warned
+
+
+def entry_of(cache_dir, kernel_name):
+    for path in (cache_dir / "kernels").glob("*.json"):
+        stored = json.loads(path.read_text())
+
+        if stored["kernel_name"] == kernel_name:
+            return path, stored
+
+    raise AssertionError(f"no entry of {kernel_name}")
+
+
+def assert_quarantined_and_rebuilt(cache_dir, key):
+    report, warned = run_ops_warnings(cache_dir, *OPS)
+
+    assert report["max_abs_error"] == 0.0
+    assert len(warned) == 1 and "quarantined" in warned[0], warned
+    assert (cache_dir / "quarantine" / f"{key}.json").is_file()
+    # Built once: the next program finds a sound entry and warns of nothing.
+    report, warned = run_ops_warnings(cache_dir, *OPS)
+    assert report["max_abs_error"] == 0.0 and warned == []
+
+
+def test_an_out_of_range_requirements_index_is_quarantined_and_rebuilt(
+    recorded, tmp_path
+):
+    cache_dir, _ = recorded
+    copy = tmp_path / "copy"
+    shutil.copytree(cache_dir, copy)
+    path, stored = entry_of(copy, "add")
+    ndims = stored["launch"]["requirements"]["ndims"]
+    ndims[0][0] += 10  # one flipped digit
+    path.write_text(json.dumps(stored))
+
+    assert_quarantined_and_rebuilt(copy, path.stem)
+
+
+def test_variant_digests_swapped_between_entries_are_quarantined_and_rebuilt(
+    recorded, tmp_path
+):
+    cache_dir, _ = recorded
+    copy = tmp_path / "copy"
+    shutil.copytree(cache_dir, copy)
+    add_path, add = entry_of(copy, "add")
+    sub_path, sub = entry_of(copy, "sub")
+    add["variants"]["cpu"], sub["variants"]["cpu"] = (
+        sub["variants"]["cpu"],
+        add["variants"]["cpu"],
+    )
+    add_path.write_text(json.dumps(add))
+
+    assert_quarantined_and_rebuilt(copy, add_path.stem)
+
+
+def test_a_variant_that_fails_at_its_first_call_is_quarantined_and_rebuilt(
+    recorded, tmp_path
+):
+    cache_dir, _ = recorded
+    copy = tmp_path / "copy"
+    shutil.copytree(cache_dir, copy)
+    path, stored = entry_of(copy, "add")
+    record = stored["variants"]["cpu"]
+    source = (copy / "sources" / f"{record['digest']}.py").read_bytes()
+    source += b"\nraise RuntimeError('damaged')\n"
+    record["digest"] = hashlib.sha256(source).hexdigest()
+    (copy / "sources" / f"{record['digest']}.py").write_bytes(source)
+    path.write_text(json.dumps(stored))
+
+    assert_quarantined_and_rebuilt(copy, path.stem)
+
+
+def test_warmed_entries_are_bound_to_their_definitions_at_the_first_make(
+    recorded, tmp_path
+):
+    _, manifest = recorded
+    fresh = tmp_path / "fresh"
+    assert invoke("warm", manifest, "--cache-dir", fresh).exit_code == 0
+    entries = sorted((fresh / "kernels").glob("*.json"))
+    sources = sorted((fresh / "sources").glob("*.py"))
+
+    assert [json.loads(p.read_text())["verified"] for p in entries] == [False] * 2
+    report, warned = run_ops_warnings(fresh, *OPS)
+
+    assert report["max_abs_error"] == 0.0 and warned == []
+    # Generated and compared, not built again: the same entries and sources.
+    assert sorted((fresh / "kernels").glob("*.json")) == entries
+    assert sorted((fresh / "sources").glob("*.py")) == sources
+    assert [json.loads(p.read_text())["verified"] for p in entries] == [True] * 2

@@ -79,11 +79,35 @@ def manifest_tasks(document, path):
                 f"environment has {here[name]}: record it again here"
             )
 
-    identical = recorded.get("ninetoothed-ascend") == here["ninetoothed-ascend"]
+    compare = compared_variants(document)
 
     return [
-        Task("kernel", (kernel, identical), str(path)) for kernel in document["kernels"]
+        Task("kernel", (kernel, compare), str(path)) for kernel in document["kernels"]
     ]
+
+
+def compared_variants(document):
+    """The variants besides ``cuda`` whose recorded digests this installation must reproduce (``jit.rebuild``'s ``compare``).
+
+    Every variant where the manifest was recorded with this
+    ninetoothed-ascend; none where its NPU and CPU variants came from other
+    passes. NineToothed's source is compared with its digest either way,
+    and its binding to the definition checked at the kernel's first
+    ``make``: the recorded environment relaxes no check of what runs.
+
+    :param document: ``dict``, a manifest read by :func:`ninetoothed_ascend.manifest.read`.
+    :return: ``tuple`` of ``str``.
+    """
+
+    from ninetoothed_ascend.jit import VARIANTS
+    from ninetoothed_ascend.manifest import environment_description
+
+    recorded = document.get("environment", {}).get("ninetoothed-ascend")
+
+    if recorded == environment_description()["ninetoothed-ascend"]:
+        return VARIANTS
+
+    return ()
 
 
 def module_tasks(target):
@@ -188,7 +212,7 @@ def _run_task(task, cache_dir):
     return _warm_module(task.payload, task.origin)
 
 
-def _warm_kernel(kernel, identical, origin, cache_dir):
+def _warm_kernel(kernel, compare, origin, cache_dir):
     from ninetoothed_ascend.cache import Cache
     from ninetoothed_ascend.jit import GeneratedSource, rebuild
 
@@ -201,8 +225,9 @@ def _warm_kernel(kernel, identical, origin, cache_dir):
                 kernel["source"], kernel["kernel_name"], kernel["launch_name"]
             ),
             kernel["counters_delta"],
+            kernel["variants"],
             cache=Cache(cache_dir),
-            expected=kernel["variants"] if identical else None,
+            compare=compare,
         )
     except OSError as error:
         detail = f"not cached: {error}"

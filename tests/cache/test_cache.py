@@ -4,6 +4,7 @@ import hashlib
 import importlib.util
 import json
 import multiprocessing
+import pathlib
 import tempfile
 
 import ninetoothed
@@ -539,3 +540,72 @@ def test_launch_requirements_are_read_with_the_first_checked_variant(
         module.launch(fresh, input.view(1, -1), other.view(1, -1))
 
     assert fresh.entry.launch["requirements"] == stored
+
+
+# Lock and path faults: the kernel runs from memory with one warning.
+
+
+def fault_warnings(result):
+    return [w for w in result["warnings"] if "ninetoothed-ascend" in w]
+
+
+@pytest.mark.parametrize("fault", ["directory", "symlink-loop"])
+def test_a_lock_that_cannot_be_taken_runs_the_kernel_from_memory(cache_dir, fault):
+    from test_trust import MAKE_ADD
+
+    assert run_python(MAKE_ADD, cache_dir)["generations"] == 1
+    (lock,) = (cache_dir / "locks").glob("*.lock")
+    lock.unlink()
+
+    if fault == "directory":
+        lock.mkdir()
+    else:
+        lock.symlink_to(lock.name)
+
+    for entry in (cache_dir / "kernels").glob("*.json"):
+        entry.unlink()
+
+    result = run_python(MAKE_ADD, cache_dir)
+
+    assert result["ok"] and result["path"] is None
+    (warning,) = fault_warnings(result)
+    assert "runs from memory" in warning and str(lock) in warning
+
+
+def test_a_cache_path_too_long_for_its_lock_runs_the_kernel_from_memory(tmp_path):
+    from test_trust import MAKE_ADD
+
+    # 4,034 characters: the directory can be made, its locks' paths cannot.
+    deep = str(tmp_path)
+
+    while len(deep) < 4034:
+        deep += "/" + "d" * min(200, 4034 - len(deep) - 1)
+
+    deep = pathlib.Path(deep)
+    assert len(str(deep)) == 4034
+    deep.mkdir(parents=True)
+
+    result = run_python(MAKE_ADD, deep)
+
+    assert result["ok"] and result["path"] is None
+    (warning,) = fault_warnings(result)
+    assert "runs from memory" in warning
+
+
+def test_a_cache_variable_naming_a_file_falls_back_with_one_warning(tmp_path):
+    from test_trust import MAKE_ADD
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    blocker.chmod(0o700)  # a file we may write and "search"
+    private = tmp_path / "tmp"
+    private.mkdir()
+
+    result = run_python(
+        MAKE_ADD, blocker, TMPDIR=str(private), XDG_CACHE_HOME=str(blocker / "xdg")
+    )
+
+    assert result["ok"] and result["generations"] == 1
+    (warning,) = fault_warnings(result)
+    assert f"{blocker} is not a directory" in warning
+    assert result["path"].startswith(str(private))

@@ -53,6 +53,17 @@ def tree(directory):
     }
 
 
+def unverified(files):
+    """``files`` (a :func:`tree`) as entries from outside are stored: not yet bound to their definitions."""
+
+    return {
+        name: data.replace(b'"verified": true', b'"verified": false')
+        if name.startswith("kernels/")
+        else data
+        for name, data in files.items()
+    }
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """``record`` of the downstream program: its cache directory and manifest."""
@@ -97,7 +108,7 @@ def test_warm_from_the_manifest_reproduces_every_variant_byte_for_byte(
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["counts"] == {"built": 5, "cached": 0, "failed": 0}
-    assert tree(fresh) == tree(cache_dir)
+    assert tree(fresh) == unverified(tree(cache_dir))
     assert len(tree(fresh)) == 5 * 4  # an entry and three sources per kernel
 
     again = invoke("warm", manifest, "--cache-dir", fresh)
@@ -160,7 +171,7 @@ def test_export_then_import_ships_the_cache(recorded, tmp_path):
 
     imported = invoke("import", archive, "--cache-dir", target)
     assert imported.exit_code == 0, imported.output
-    assert tree(target) == tree(cache_dir)
+    assert tree(target) == unverified(tree(cache_dir))
 
     for key in Cache(target).keys():
         assert Cache(target).load(key) is not None
@@ -383,3 +394,36 @@ def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
 
     assert no_calls.exit_code == 1
     assert "has no recorded call" in no_calls.output
+
+
+@pytest.mark.parametrize(
+    "directory, message",
+    [
+        ("", "an empty path is no cache directory"),
+        ("/", "refusing cache directory /: a system directory"),
+        ("/usr", "refusing cache directory /usr: a system directory"),
+        (
+            "/proc/ninetoothed-ascend",
+            "refusing cache directory /proc/ninetoothed-ascend: a system directory",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [("ls",), ("warm", "x.json")])
+def test_a_bad_cache_path_is_one_line(command, directory, message):
+    result = invoke(*command, "--cache-dir", directory)
+
+    assert result.exit_code in (1, 2), result.output
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_an_empty_cache_variable_is_unset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NINETOOTHED_ASCEND_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+
+    result = invoke("ls")
+
+    assert result.exit_code == 0, result.output
+    assert f"cache: {tmp_path / 'xdg' / 'ninetoothed-ascend'}" in result.output
+    assert list(tmp_path.iterdir()) == [tmp_path / "xdg"]

@@ -1,16 +1,24 @@
 """One archive to ship a warmed cache to machines without network or compilers.
 
 An archive is a gzip'd tar of a cache's own layout (``kernels/<key>.json`` and
-``sources/<sha256>.py``), nothing else. :func:`import_archive` checks the
-declared sizes and names of all members first, then reads them into memory and
-checks every member before writing anything: only regular files with those
-names, every source matching its sha256, every entry a valid entry of the key
-it is named after whose sources are in the archive or already in the cache,
-and none replacing a different entry.
-Then it writes each file atomically, sources before the entries that name
-them, so a reader never sees a partial entry.
+``sources/<sha256>.py``), nothing else, written with plain ustar headers.
+:func:`import_archive` reads the headers itself, 512 bytes at a time, before
+it trusts any of them: only regular files with those names and sizes within
+the limits, no extended header (a GNU long name or a pax header, which a
+reader must buffer whole: a 1 MB archive declaring a 1 GiB long name took
+``tarfile`` 5.59 GB and 41.8 s). Then it reads every member into memory and
+checks it before writing anything: every source matching its sha256, every
+entry a valid entry of the key it is named after whose NineToothed source is
+in the archive or already in the cache, and none replacing a different entry.
+Each entry is then admitted as everything from outside is
+(``admit``, :func:`ninetoothed_ascend.jit.admit_entry`): its variants are
+built here from NineToothed's source and must equal the archive's, and it is
+stored as not yet bound to its definition, which the first ``make`` of the
+kernel checks. Files are written atomically, sources before the entries that
+name them, so a reader never sees a partial entry.
 """
 
+import gzip
 import hashlib
 import io
 import json
@@ -19,7 +27,7 @@ import re
 import tarfile
 import zlib
 
-from ninetoothed_ascend.cache import check_entry, make_directory, write_atomically
+from ninetoothed_ascend.cache import check_entry, write_atomically
 
 _MEMBER = re.compile(r"(kernels/[0-9a-f]{64}\.json|sources/[0-9a-f]{64}\.py)")
 
@@ -37,6 +45,25 @@ MAX_MEMBERS = 20_000
 #: Largest sum of the members' sizes.
 MAX_TOTAL_SIZE = 256 * 2**20
 
+_BLOCK = 512
+
+#: Type flags of a regular file: ustar's ``0`` and old tar's NUL.
+_REGULAR = (b"0", b"\0")
+
+#: What the other type flags stand for, for the refusal.
+_KINDS = {
+    b"L": "GNU long-name",
+    b"K": "GNU long-link-name",
+    b"x": "pax extended",
+    b"g": "pax global",
+    b"1": "hard-link",
+    b"2": "symbolic-link",
+    b"5": "directory",
+}
+
+#: Bytes skipped per read of a member's content when only headers are read.
+_SKIP = 2**20
+
 
 class ArchiveError(ValueError):
     """An archive cannot be imported; the message says which member and why, in one line."""
@@ -45,7 +72,9 @@ class ArchiveError(ValueError):
 def export_archive(cache, path, keys=None):
     """Write the entries of ``keys`` (all valid ones when ``None``) and their sources to ``path``.
 
-    Entries that fail to load (damaged, untrusted) are skipped.
+    Entries that fail to load (damaged, untrusted) are skipped. The headers
+    are plain ustar (the names are short), which :func:`import_archive`
+    reads itself.
 
     :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
     :param path: ``pathlib.Path`` of the ``.tar.gz`` to write (atomically).
@@ -72,7 +101,9 @@ def export_archive(cache, path, keys=None):
 
     buffer = io.BytesIO()
 
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    with tarfile.open(
+        fileobj=buffer, mode="w:gz", format=tarfile.USTAR_FORMAT
+    ) as archive:
         # Sources first: an archive read in order never names a missing file.
         for name in sorted(members, key=lambda n: (n.startswith("kernels/"), n)):
             info = tarfile.TarInfo(name)
@@ -86,99 +117,195 @@ def export_archive(cache, path, keys=None):
     return entries, len(members) - entries
 
 
-def import_archive(cache, path):
-    """Check every member of the archive at ``path``, then add them to ``cache``.
+def import_archive(cache, path, admit):
+    """Check every member of the archive at ``path``, admit every entry, then add them to ``cache``.
 
-    Limits are enforced from the tar headers' declared sizes before any
-    content is read (:data:`MAX_MEMBERS`, :data:`MAX_ENTRY_SIZE`,
+    Limits are enforced from the headers, read with bounded memory, before
+    any content is read (:data:`MAX_MEMBERS`, :data:`MAX_ENTRY_SIZE`,
     :data:`MAX_SOURCE_SIZE`, :data:`MAX_TOTAL_SIZE`), so a hostile archive
     costs at most :data:`MAX_TOTAL_SIZE` bytes of memory. Then every source's
     sha256 and every entry (:func:`~ninetoothed_ascend.cache.check_entry`,
-    including that it records the key it is named after) is checked. An
-    entry already in the cache with other content is never overwritten.
+    including that it records the key it is named after) is checked, and
+    ``admit`` builds what the cache stores from it. An entry already in the
+    cache with other content is never overwritten.
 
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
+    :param path: ``pathlib.Path`` of a ``.tar.gz``.
+    :param admit: callable ``(key, stored, source)`` returning the
+        :class:`~ninetoothed_ascend.cache.Entry` to store for an archive
+        entry: ``stored`` is the entry's parsed JSON, ``source`` the text of
+        NineToothed's source it names; raises ``ValueError`` to refuse it
+        (:func:`ninetoothed_ascend.jit.admit_entry`).
     :return: ``(entries, sources)`` added (those already present with the
         same content included).
     :raises ArchiveError: the archive or a member is invalid, or would
-        replace a different entry; nothing was written.
+        replace a different entry, or ``admit`` refused an entry; nothing
+        was written.
     :raises OSError: the cache cannot be written.
     """
 
-    members = {}
+    members = _read_members(path)
+    admitted = {}
 
+    for name, data in members.items():
+        if name.startswith("kernels/"):
+            key, stored, source = _checked_entry(path, name, data, members, cache)
+
+            if cache.entry_path(key).exists():
+                continue  # the same content: nothing to store
+
+            try:
+                admitted[key] = admit(key, stored, source)
+            except ValueError as error:
+                raise ArchiveError(
+                    f"{path}: {name} is refused: {_one_line(error)}"
+                ) from None
+
+    for key, entry in admitted.items():
+        cache.store(key, entry)
+
+    entries = sum(name.startswith("kernels/") for name in members)
+
+    return entries, len(members) - entries
+
+
+def _read_members(path):
+    # Two passes over the gzip stream of one open file: the headers first,
+    # skipping the contents, so that every limit holds before any content is
+    # read; then the contents, by the sizes the first pass checked.
     try:
-        with tarfile.open(path, mode="r:gz") as archive:
-            infos = _checked_headers(path, archive)
+        with open(path, "rb") as file:
+            headers = _checked_headers(path, gzip.GzipFile(fileobj=file, mode="rb"))
+            file.seek(0)
+            stream = gzip.GzipFile(fileobj=file, mode="rb")
+            members = {}
 
-            for info in infos:
-                data = archive.extractfile(info).read()
+            for name, size in headers:
+                if _header(path, _read_exactly(stream, _BLOCK)) != (name, size):
+                    raise ArchiveError(
+                        f"{path} changed while it was read; import it again"
+                    )
 
-                if info.name.startswith("sources/"):
-                    if hashlib.sha256(data).hexdigest() != info.name[8:-3]:
+                data = _read_exactly(stream, size)
+                _read_exactly(stream, -size % _BLOCK)
+
+                if name.startswith("sources/"):
+                    if hashlib.sha256(data).hexdigest() != name[8:-3]:
                         raise ArchiveError(
-                            f"{path}: {info.name} does not match its sha256; the "
+                            f"{path}: {name} does not match its sha256; the "
                             "archive was altered or damaged: export it again"
                         )
 
-                members[info.name] = data
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+                members[name] = data
+    except (EOFError, OSError, zlib.error) as error:
         raise ArchiveError(
             f"{path} is not a readable archive ({_one_line(error)}); give a "
             ".tar.gz written by `ninetoothed-ascend export`"
         ) from None
 
-    for name, data in members.items():
-        if name.startswith("kernels/"):
-            _check_entry(path, name, data, members, cache)
-
-    sources = {n: d for n, d in members.items() if n.startswith("sources/")}
-    entries = {n: d for n, d in members.items() if n.startswith("kernels/")}
-
-    for group in (sources, entries):
-        for name, data in group.items():
-            target = cache.directory / name
-
-            if not target.exists():
-                make_directory(target.parent)
-                write_atomically(target, data)
-
-    return len(entries), len(sources)
+    return members
 
 
-def _checked_headers(path, archive):
-    # Reads the headers only (the gzip stream is decompressed and skipped,
-    # never kept), so every limit holds before any content is read.
-    infos = []
+def _checked_headers(path, stream):
+    # Reads the headers only (each member's content is decompressed in
+    # chunks of ``_SKIP`` bytes and dropped), so every limit holds before any
+    # content is read.
+    headers = []
     total = 0
 
-    for info in archive:
-        if not info.isfile() or not _MEMBER.fullmatch(info.name):
+    while True:
+        header = _header(path, _read_exactly(stream, _BLOCK))
+
+        if header is None:
+            return headers
+
+        name, size = header
+
+        if not _MEMBER.fullmatch(name):
             raise ArchiveError(
-                f"{path}: unexpected member {info.name!r}; an archive holds "
+                f"{path}: unexpected member {name!r}; an archive holds "
                 "only kernels/<key>.json and sources/<sha256>.py files"
             )
 
-        limit = MAX_ENTRY_SIZE if info.name.startswith("kernels/") else MAX_SOURCE_SIZE
+        limit = MAX_ENTRY_SIZE if name.startswith("kernels/") else MAX_SOURCE_SIZE
 
-        if info.size > limit:
+        if size > limit:
             raise ArchiveError(
-                f"{path}: member {info.name} declares {info.size} bytes, more than "
+                f"{path}: member {name} declares {size} bytes, more than "
                 f"the limit of {limit}; it is not an exported cache"
             )
 
-        total += info.size
-        infos.append(info)
+        total += size
+        headers.append((name, size))
 
-        if len(infos) > MAX_MEMBERS or total > MAX_TOTAL_SIZE:
+        if len(headers) > MAX_MEMBERS or total > MAX_TOTAL_SIZE:
             raise ArchiveError(
                 f"{path}: more than {MAX_MEMBERS} members or {MAX_TOTAL_SIZE} bytes; "
                 "export fewer kernels per archive (--key)"
             )
 
-    return infos
+        remaining = size + -size % _BLOCK
+
+        while remaining:
+            skipped = len(stream.read(min(remaining, _SKIP)))
+
+            if not skipped:
+                raise EOFError("the archive ends inside a member")
+
+            remaining -= skipped
 
 
-def _check_entry(path, name, data, members, cache):
+def _header(path, block):
+    """``(name, size)`` of a regular file's ustar header, ``None`` at the end of the archive.
+
+    :raises ArchiveError: a header that fails its checksum, or of any other
+        type (an extended header, a link, a directory), or a size that is
+        not octal.
+    """
+
+    if not block.strip(b"\0"):
+        return None
+
+    try:
+        recorded = int(block[148:156].strip(b" \0") or b"0", 8)
+        size = int(block[124:136].strip(b" \0") or b"0", 8)
+    except ValueError:
+        raise ArchiveError(
+            f"{path}: a header has a field that is not octal; it is not an "
+            "archive written by `export`"
+        ) from None
+
+    if recorded != sum(block[:148]) + 8 * ord(" ") + sum(block[156:]):
+        raise ArchiveError(
+            f"{path}: a header fails its checksum; it is not an archive written "
+            "by `export`"
+        )
+
+    name = block[:100].split(b"\0", 1)[0]
+    prefix = block[345:500].split(b"\0", 1)[0] if block[257:262] == b"ustar" else b""
+    name = (prefix + b"/" + name if prefix else name).decode("utf-8", "replace")
+    kind = block[156:157]
+
+    if kind not in _REGULAR:
+        raise ArchiveError(
+            f"{path}: member {name[:100]!r} has a "
+            f"{_KINDS.get(kind, f'type {kind!r}')} header, not a regular file's; "
+            "it is not an archive written by `export`"
+        )
+
+    return name, size
+
+
+def _read_exactly(stream, size):
+    data = stream.read(size)
+
+    if len(data) != size:
+        raise EOFError("the archive ends inside a member")
+
+    return data
+
+
+def _checked_entry(path, name, data, members, cache):
     key = name[len("kernels/") : -len(".json")]
 
     try:
@@ -189,33 +316,59 @@ def _check_entry(path, name, data, members, cache):
             f"{path}: {name} is not a valid cache entry: {_one_line(error)}"
         ) from None
 
-    for record in stored["variants"].values():
+    source = None
+
+    for variant, record in stored["variants"].items():
         digest = record["digest"]
 
-        if (
-            digest is not None
-            and f"sources/{digest}.py" not in members
-            and not cache.source_path(digest).exists()
-        ):
-            raise ArchiveError(
-                f"{path}: {name} names source {digest}, which is missing"
-            )
+        if digest is None:
+            continue
 
-    existing = cache.entry_path(key)
+        text = members.get(f"sources/{digest}.py")
 
-    try:
-        different = existing.read_bytes() != data
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        different = error
+        if text is None:
+            try:
+                text = cache.source_path(digest).read_bytes()
+            except FileNotFoundError:
+                text = b""
 
-    if different:
+            if hashlib.sha256(text).hexdigest() != digest:
+                raise ArchiveError(
+                    f"{path}: {name} names source {digest}, which is missing"
+                )
+
+        if variant == "cuda":
+            source = text.decode("utf-8")
+
+    if _differs(cache, key, stored):
         raise ArchiveError(
             f"{path}: {name} would replace a different entry already in "
             f"{cache.directory}; run `ninetoothed-ascend clear {key[:12]}` first "
             "if you mean to replace it"
         )
+
+    return key, stored, source
+
+
+def _differs(cache, key, stored):
+    # An entry already stored differs from the archive's where they record
+    # another kernel, or another source or error for a variant both hold
+    # (the cache's may hold more variants, or fewer).
+    try:
+        existing = json.loads(cache.entry_path(key).read_bytes())
+        check_entry(existing, key)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, RecursionError):
+        return True
+
+    fields = ("definition", "kernel_name", "launch_name", "counters_delta")
+
+    return any(existing[field] != stored[field] for field in fields) or any(
+        existing["variants"][name]["digest"] != record["digest"]
+        for name, record in stored["variants"].items()
+        if name in existing["variants"]
+    )
 
 
 def _one_line(error):

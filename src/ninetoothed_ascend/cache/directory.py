@@ -17,10 +17,11 @@ def default_directory():
     """Choose the cache directory.
 
     The first that can be created and written and is trusted (see
-    :func:`trust_problem`): ``$NINETOOTHED_ASCEND_CACHE_DIR``,
+    :func:`directory_problem`): ``$NINETOOTHED_ASCEND_CACHE_DIR``,
     ``$NINETOOTHED_CACHE_DIR``, the platform's user cache directory
     (``platformdirs.user_cache_dir("ninetoothed-ascend")``), and last
-    :func:`private_directory`, with a warning that says why each was refused.
+    :func:`private_directory`, with one warning that says why each was
+    refused. A variable set to the empty string counts as unset.
 
     :return: ``pathlib.Path``.
     """
@@ -29,12 +30,7 @@ def default_directory():
 
     for candidate in filter(None, _candidate_directories()):
         path = pathlib.Path(candidate).expanduser()
-
-        if not writable_directory(path):
-            refusals.append(f"{path} is not writable")
-            continue
-
-        problem = trust_problem(path, parents=True)
+        problem = directory_problem(path)
 
         if problem is None:
             break
@@ -52,6 +48,110 @@ def default_directory():
         )
 
     return path
+
+
+#: Directories that belong to the system, never a cache: the root and the
+#: top-level directories of the Filesystem Hierarchy Standard (FHS 3.0).
+SYSTEM_DIRECTORIES = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+)
+
+#: Of those, the ones whose every subdirectory belongs to the system too.
+SYSTEM_TREES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+)
+
+
+def system_directory(path):
+    """Whether ``path`` is a system directory (:data:`SYSTEM_DIRECTORIES`) or inside one of :data:`SYSTEM_TREES`, symbolic links resolved.
+
+    A cache writes and removes files in its directory: root may write
+    anywhere, so the directory must not be one the system owns.
+
+    :param path: ``pathlib.Path``, which need not exist.
+    :return: ``bool``.
+    """
+
+    resolved = pathlib.PurePosixPath(os.path.realpath(path))
+
+    return str(resolved) in SYSTEM_DIRECTORIES or any(
+        resolved.is_relative_to(tree) for tree in SYSTEM_TREES
+    )
+
+
+def directory_problem(path, create=True):
+    """Say why ``path`` cannot be a cache directory, or return ``None``.
+
+    In order: the empty path, a system directory (:func:`system_directory`),
+    one that cannot be created (``create``) or does not exist, not a
+    directory, not writable, not trusted (:func:`trust_problem` with its
+    parents).
+
+    :param path: ``pathlib.Path`` or ``str``.
+    :param create: ``True`` to create it (and its parents, mode 0700) if missing.
+    :return: ``str`` (one sentence naming the path and the reason) or ``None``.
+    """
+
+    if not str(path):
+        return "an empty path is no cache directory"
+
+    path = pathlib.Path(path)
+
+    if system_directory(path):
+        return f"{path} is a system directory"
+
+    try:
+        if create:
+            make_directory(path)
+
+        info = os.stat(path)
+    except OSError as error:
+        verb = "cannot be created" if create else "does not exist"
+
+        return f"{path} {verb} ({error.strerror or error})"
+
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a directory"
+
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+
+    try:
+        return trust_problem(path, parents=True)
+    except OSError as error:
+        return f"{path} cannot be examined ({error.strerror or error})"
 
 
 def _candidate_directories():
@@ -97,7 +197,7 @@ def writable_directory(path):
     except OSError:
         return False
 
-    return os.access(path, os.W_OK | os.X_OK)
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
 def make_directory(path):

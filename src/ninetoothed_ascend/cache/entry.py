@@ -8,9 +8,12 @@ import re
 
 #: Bump when the layout or the entry format changes. 2: entries record their
 #: key and definition. 3: an entry holds the CUDA variant and those of the
-#: others built so far, and the launch facts (:class:`Entry`); an entry of
-#: another format is ignored and the kernel generated again.
-FORMAT = 3
+#: others built so far, and the launch facts (:class:`Entry`). 4: an entry
+#: records whether its NineToothed source was generated here from its
+#: definition (``verified``), and the digest of the environment it was made
+#: in (``environment``). An entry of another format is ignored and the
+#: kernel generated again.
+FORMAT = 4
 
 
 #: The variants an entry can hold; ``jit.variants.VARIANTS``. The first,
@@ -71,6 +74,16 @@ class Entry:
         a variant whose launches are checked is built or a checked launch
         asks for them, ``Handle.requirements``); ``None`` when unknown (then
         the handle dispatches generically and checks nothing).
+    :param verified: ``True`` where NineToothed's source was generated in
+        this cache from the kernel's definition, or compared with what the
+        definition generates; ``False`` for an entry that came from outside
+        (``warm`` or ``check`` from a manifest, ``import`` of an archive),
+        whose source is bound to its definition only by what its author
+        wrote: the first ``make`` of the kernel, which has the definition,
+        generates the source and compares (``jit``).
+    :param environment: sha256 hex of the environment the entry was made
+        in (``jit.fingerprint.environment_digest``), or ``None`` where the
+        entry is only held in memory; ``clear --stale`` reads it.
     """
 
     kernel_name: str
@@ -79,6 +92,8 @@ class Entry:
     counters_delta: tuple[int, int] = (0, 0)
     definition: str | None = None
     launch: dict | None = None
+    verified: bool = True
+    environment: str | None = None
 
     def digests(self):
         """Return the sha256 of each variant built so far (``None`` for one that failed to build).
@@ -109,7 +124,10 @@ def check_entry(stored, key):
     (sha256 hex, or ``None`` with an ``error`` string) and ``rewrites``
     (``[pass name, count]`` pairs), and ``launch`` as :class:`Entry`
     describes it, its parameter names identifiers and no keywords (a handle
-    compiles a ``__call__`` with them).
+    compiles a ``__call__`` with them), its requirements those of its own
+    parameters (every index and dimension within range: a handle compiles
+    the argument check from them), ``verified`` a ``bool`` and
+    ``environment`` a sha256 hex digest.
 
     :param stored: what ``json.loads`` returned for the entry file.
     :param key: ``str``, the key the entry is stored under.
@@ -186,6 +204,12 @@ def check_entry(stored, key):
     require("launch" in stored, "launch is missing")
     problem = _launch_problem(stored["launch"])
     require(problem is None, f"launch {problem}")
+    require(type(stored.get("verified")) is bool, "verified is not true or false")
+    require(
+        isinstance(stored.get("environment"), str)
+        and DIGEST.fullmatch(stored["environment"]),
+        "environment is not a sha256 digest",
+    )
 
 
 def _launch_problem(launch):
@@ -221,6 +245,26 @@ def _launch_problem(launch):
         and all(map(_int_pairs, requirements["equal_sizes"]))
     ):
         return "requirements are malformed"
+
+    if parameters is not None and requirements["parameters"] != parameters:
+        return "requirements name other parameters than the launch function"
+
+    # What the argument check indexes: a parameter per tensor, and its
+    # dimensions below its number of dimensions.
+    ndims = dict(map(tuple, requirements["ndims"]))
+
+    if len(ndims) != len(requirements["ndims"]) or not all(
+        0 <= index < len(requirements["parameters"]) and ndim >= 0
+        for index, ndim in ndims.items()
+    ):
+        return "requirements index parameters that are not there"
+
+    if not all(
+        index in ndims and 0 <= dimension < ndims[index]
+        for group in requirements["equal_sizes"]
+        for index, dimension in group
+    ):
+        return "requirements compare dimensions that are not there"
 
     return None
 

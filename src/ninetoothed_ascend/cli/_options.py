@@ -15,21 +15,39 @@ def resolve_cache_dir(path, create=True):
 
     An explicit directory (``--cache-dir`` or ``$NINETOOTHED_ASCEND_CACHE_DIR``)
     must be trusted, and writable when the command writes: a command told
-    where to work does not fall back elsewhere. Without one,
+    where to work does not fall back elsewhere. The empty path (which would
+    be the working directory) and system directories (``/``, ``/usr``, ...:
+    :func:`~ninetoothed_ascend.cache.system_directory`) are refused before
+    anything is created. Without one,
     :func:`~ninetoothed_ascend.cache.default_directory`.
 
-    :param path: ``pathlib.Path`` or ``None``.
+    :param path: ``str`` or ``None``.
     :param create: ``False`` for commands that only read the cache: an
         explicit directory that does not exist is an error, and nothing is
         created.
-    :raises click.ClickException: the directory cannot be created or written,
-        does not exist (``create=False``), or is not trusted.
+    :raises click.BadParameter: the empty path.
+    :raises click.ClickException: the directory is a system directory, cannot
+        be created or written, does not exist (``create=False``), is not a
+        directory, or is not trusted.
     """
 
     if path is None:
         return cache_module.default_directory()
 
+    if not str(path):
+        raise click.BadParameter(
+            "an empty path is no cache directory; give a directory, or leave "
+            "--cache-dir out for the default",
+            param_hint="'--cache-dir'",
+        )
+
     path = pathlib.Path(path).expanduser()
+
+    if cache_module.system_directory(path):
+        raise click.ClickException(
+            f"refusing cache directory {path}: a system directory; choose a "
+            "directory of your own with --cache-dir or $NINETOOTHED_ASCEND_CACHE_DIR"
+        )
 
     if not create:
         if not path.is_dir():
@@ -53,8 +71,10 @@ def resolve_cache_dir(path, create=True):
 
 cache_dir_option = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=pathlib.Path),
-    default=lambda: os.environ.get("NINETOOTHED_ASCEND_CACHE_DIR"),
+    # ``str``: ``pathlib.Path("")`` would be the working directory.
+    type=click.Path(file_okay=False),
+    # Empty counts as unset, as for the library.
+    default=lambda: os.environ.get("NINETOOTHED_ASCEND_CACHE_DIR") or None,
     help="Cache directory (default: $NINETOOTHED_ASCEND_CACHE_DIR, then the user cache directory).",
 )
 

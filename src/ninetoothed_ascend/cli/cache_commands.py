@@ -154,17 +154,34 @@ def info(key, cache_dir):
 
 @click.command()
 @click.argument("keys", nargs=-1)
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Remove only the kernels that no installation using this cache can "
+    "reach any more (made before a package edit or upgrade), and damaged ones.",
+)
 @cache_dir_option
-def clear(keys, cache_dir):
-    """Remove cached kernels: those of KEYS (keys or unique prefixes), or all.
+def clear(keys, stale, cache_dir):
+    """Remove cached kernels: those of KEYS (keys or unique prefixes), the --stale ones, or all.
 
     Removes only the cache's own files (kernels/, sources/, and with no KEYS
-    locks/ and memos/), never other files in the directory. Sources
-    still named by a remaining entry stay.
+    locks/, memos/ and quarantine/), never other files in the directory.
+    Sources still named by a remaining entry stay. A kernel is stale when
+    the environment it was made in (Python, NineToothed, Triton, this
+    package's sources, the NPU target) is not the one any installation that
+    uses the cache used last.
     """
 
+    if stale and keys:
+        raise click.UsageError("give KEYS or --stale, not both")
+
     cache = _cache(cache_dir, create=False)
-    chosen = [_find(cache, key) for key in keys] if keys else None
+
+    if stale:
+        chosen = cache.stale_keys()
+    else:
+        chosen = [_find(cache, key) for key in keys] if keys else None
+
     entries, sources = cache.remove(chosen)
     click.echo(
         f"removed {entries} kernels and {sources} sources from {cache.directory}"
@@ -207,10 +224,12 @@ def import_command(archive_path, cache_dir):
     present) before anything is written; a bad archive changes nothing.
     """
 
+    from ninetoothed_ascend.jit import admit_entry
+
     cache = _cache(cache_dir)
 
     try:
-        entries, sources = archive.import_archive(cache, archive_path)
+        entries, sources = archive.import_archive(cache, archive_path, admit_entry)
     except archive.ArchiveError as error:
         raise click.ClickException(str(error)) from None
     except OSError as error:
@@ -285,6 +304,12 @@ def doctor():
     )
     cache = cache_module.Cache(directory)
     line("cached kernels", len(cache.keys()))
+    limit = cache_module.eviction.size_limit()
+    line(
+        "cache size",
+        f"{cache.size()} bytes of "
+        + (f"{limit} (${cache_module.SIZE_VARIABLE})" if limit else "no limit"),
+    )
 
     hook = [
         pathlib.Path(d) / "ninetoothed_ascend.pth"

@@ -280,8 +280,9 @@ def _is_key(target):
 def _cached_checks(keys, manifest_path, cache_dir):
     from ninetoothed_ascend import manifest as manifest_module
     from ninetoothed_ascend.cache import Cache
-    from ninetoothed_ascend.jit import GeneratedSource, Handle, rebuild
+    from ninetoothed_ascend.jit import GeneratedSource, VariantMismatchError, rebuild
     from ninetoothed_ascend.jit.fingerprint import environment_key
+    from ninetoothed_ascend.warm import compared_variants
 
     cache = Cache(resolve_cache_dir(cache_dir))
 
@@ -320,17 +321,25 @@ def _cached_checks(keys, manifest_path, cache_dir):
                 "from; pass --manifest from `record` of a program that calls it"
             )
 
-        entry = cache.load(key)
+        # Into the cache as every kernel from outside, verified first (a
+        # cached entry is compared with the manifest too).
+        generated = GeneratedSource(
+            kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+        )
 
-        if entry is not None:
-            handle = Handle(entry.kernel_name, key, entry, cache)
-        else:
-            generated = GeneratedSource(
-                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
-            )
+        try:
             handle, _ = rebuild(
-                kernel["definition"], generated, kernel["counters_delta"], cache=cache
+                kernel["definition"],
+                generated,
+                kernel["counters_delta"],
+                kernel["variants"],
+                cache=cache,
+                compare=compared_variants(document),
             )
+        except VariantMismatchError as error:
+            raise click.ClickException(
+                f"kernel {kernel['kernel_name']} {key[:12]}: {error}"
+            ) from None
 
         call = calls[0]
 

@@ -16,12 +16,15 @@ from ninetoothed_ascend import host
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
+from ninetoothed_ascend.cache.entry import text_digest
 from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
 from ninetoothed_ascend.jit.fingerprint import (
     Memos,
     definition_digest,
     device_properties,
+    environment_digest,
     environment_key,
+    installation,
 )
 from ninetoothed_ascend.jit.handle import (
     Handle,
@@ -201,8 +204,10 @@ def _handle(definition, annotated_application, options, origin):
 
     return _load_or_build(
         digest,
-        lambda: _generate(annotated_application, options, properties, counters_before),
         origin,
+        generate=lambda: _generate(
+            annotated_application, options, properties, counters_before
+        ),
         cache=cache,
         memos=memos,
     )
@@ -230,89 +235,164 @@ def from_generated(generated, origin=None, cuda_launch=None):
 
     return _load_or_build(
         digest,
-        lambda: _entry(generated, (0, 0)),
         origin or {},
+        generate=lambda: (generated, (0, 0)),
         launches={"cuda": cuda_launch} if cuda_launch is not None else None,
     )
 
 
-def rebuild(digest, generated, counters_delta, cache=None, expected=None):
-    """Build and cache the variants of a kernel from NineToothed's recorded source (``warm`` from a manifest).
+def rebuild(digest, generated, counters_delta, expected, cache=None, compare=VARIANTS):
+    """Build and cache the variants of a kernel from NineToothed's recorded source (``warm`` and ``check`` from a manifest).
+
+    The one way a manifest's kernel enters the cache (an archive's entries
+    take the same steps, :func:`admit_entry`): NineToothed's recorded source
+    must have its recorded digest before any pass reads it; every variant is
+    built here from it (:func:`admitted`) and those of ``compare`` must have
+    their recorded digests; and the entry is stored as not verified
+    (:attr:`~ninetoothed_ascend.cache.Entry.verified`), so that the first
+    ``make`` of the kernel, which has its definition, generates the source
+    and compares before anything of the entry runs.
 
     :param digest: ``str``, the kernel's definition digest.
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
     :param counters_delta: ``(int, int)``.
-    :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None`` (the default one).
     :param expected: ``dict`` from variant name to the sha256 (or ``None``)
-        each built variant must have, or ``None`` not to compare. Variants
-        that differ are not stored.
+        recorded for it; ``"cuda"`` is always compared.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` or ``None`` (the default one).
+    :param compare: the variant names whose recorded digests the variants
+        built here must have besides ``"cuda"``: all where the manifest was
+        recorded with this ninetoothed-ascend, ``()`` where the passes that
+        built its other variants were others.
     :return: ``(handle, built)``; ``built`` is ``False`` when the entry was
         already cached with every variant.
-    :raises VariantMismatchError: a built variant differs from ``expected``;
-        nothing was stored.
+    :raises VariantMismatchError: the source or a built variant differs from
+        ``expected``; nothing was stored.
     :raises OSError: the built entry could not be stored.
     """
 
+    _check_digests({"cuda": text_digest(generated.source)}, expected, ())
     built = []
 
     def build():
         built.append(True)
-        entry = _entry(generated, tuple(counters_delta), all_variants=True)
 
-        if expected is not None:
-            _check_digests(entry, expected)
+        return admitted(digest, generated, counters_delta, expected, compare)
 
-        return entry
+    def check(entry):
+        _check_digests(entry.digests(), expected, compare)
 
     handle = _load_or_build(
-        digest, build, None, cache=cache, replay=False, store_errors=True
+        digest, None, build=build, cache=cache, replay=False, store_errors=True
     )
 
     if not built:
         # Cached by a program that built only the variants it used.
-        check = None
-
-        if expected is not None:
-
-            def check(entry):
-                _check_digests(entry, expected)
-
         built += handle.build(raise_store_errors=True, before_store=check)
 
-        if check is not None and not built:
+        if not built:
             check(handle.entry)
 
     return handle, bool(built)
+
+
+def admitted(digest, generated, counters_delta, expected, compare=VARIANTS):
+    """Return the entry that the cache stores for a kernel from outside: every variant built here from NineToothed's source, compared with ``expected``.
+
+    No pass reads the source before its digest is compared; no part of it
+    is executed. The entry is not verified
+    (:attr:`~ninetoothed_ascend.cache.Entry.verified`).
+
+    :param digest: ``str``, the definition digest it is stored under.
+    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
+    :param counters_delta: ``(int, int)``.
+    :param expected: as :func:`rebuild`.
+    :param compare: as :func:`rebuild`.
+    :return: :class:`~ninetoothed_ascend.cache.Entry`.
+    :raises VariantMismatchError: the source or a variant differs from ``expected``.
+    """
+
+    _check_digests({"cuda": text_digest(generated.source)}, expected, ())
+    entry = _entry(generated, tuple(counters_delta), all_variants=True)
+    _check_digests(entry.digests(), expected, compare)
+
+    return dataclasses.replace(entry, definition=digest, verified=False)
+
+
+def admit_entry(key, stored, source):
+    """Return what the cache stores for an archive's entry (``import``): :func:`admitted`, and its key this environment's.
+
+    :param key: ``str``, the key the entry is named after.
+    :param stored: ``dict``, the entry as the archive holds it (checked by
+        :func:`~ninetoothed_ascend.cache.check_entry`).
+    :param source: ``str``, the text of NineToothed's source it names.
+    :return: :class:`~ninetoothed_ascend.cache.Entry`.
+    :raises VariantMismatchError: its key is not the one this environment
+        gives its definition (it was made with another Python, NineToothed,
+        Triton or ninetoothed-ascend, or another NPU target), or a variant
+        built here differs from the archive's.
+    """
+
+    if environment_key(stored["definition"]) != key:
+        raise VariantMismatchError(
+            "its key is not the one this environment gives its definition: it "
+            "was made with another Python, NineToothed, Triton or "
+            "ninetoothed-ascend, or for another NPU target. Export it from an "
+            "environment like this one"
+        )
+
+    expected = {name: record["digest"] for name, record in stored["variants"].items()}
+
+    return admitted(
+        stored["definition"],
+        GeneratedSource(source, stored["kernel_name"], stored["launch_name"]),
+        stored["counters_delta"],
+        expected,
+        compare=tuple(expected),
+    )
 
 
 class VariantMismatchError(ValueError):
     """Variants built from recorded source differ from the recorded digests."""
 
 
-def _check_digests(entry, expected):
-    digests = entry.digests()
+def _check_digests(digests, expected, compare):
     differing = sorted(
-        name for name in VARIANTS if digests.get(name) != expected.get(name)
+        name
+        for name in VARIANTS
+        if (name == "cuda" or name in compare)
+        and name in digests
+        and digests[name] != expected.get(name)
     )
 
     if differing:
+        why = (
+            " (NineToothed's recorded source does not match its digest; no pass read it)"
+            if "cuda" in differing
+            else ""
+        )
+
         raise VariantMismatchError(
-            f"variants {', '.join(differing)} differ from the recorded ones, with "
-            "the same ninetoothed-ascend; nothing was cached. Record the manifest "
-            "again from a source you trust"
+            f"variants {', '.join(differing)} differ from the recorded ones{why}; "
+            "nothing was cached. Record the manifest again from a source you trust"
         )
 
 
 def _load_or_build(
     digest,
-    build,
     origin,
+    generate=None,
+    build=None,
     cache=None,
     replay=True,
     store_errors=False,
     launches=None,
     memos=None,
 ):
+    # ``generate`` makes NineToothed's source from the kernel's definition
+    # (``make``, ``jit``, a kernel plain NineToothed made): an entry found
+    # that came from outside is compared with it before anything of it runs.
+    # ``build`` makes an entry from outside (a manifest's recorded source),
+    # which is stored as not verified.
     cache = cache if cache is not None else Cache()
     key = environment_key(digest, memos)
 
@@ -320,22 +400,47 @@ def _load_or_build(
     # the variant the first call most likely needs. The handle reads another
     # where it is first needed.
     read = ("cuda", host.likely_call_device_type())
-    entry = cache.load(key, digest, read)
+    entry = cache.load(key, digest, read, quarantine=True)
     built = False
     stored = True
+    _note_environment(cache, memos)
 
-    if entry is not None and memos is not None:
-        memos.store()
+    if entry is not None and (entry.verified or build is not None):
+        cache.touch(key)
 
-    if entry is None:
-        with cache.lock(key):
-            entry = cache.load(key, digest, read)
+        if memos is not None:
+            memos.store()
+    else:
+        with cache.locked(key, raise_errors=store_errors) as held:
+            entry = cache.load(key, digest, read, quarantine=True) if held else entry
 
-            if entry is None:
-                entry = dataclasses.replace(build(), definition=digest)
-                stored = _store(cache, key, entry, raise_errors=store_errors)
+            if build is not None:
+                if entry is None:
+                    entry = build()
+                    stored = held and _store(cache, key, entry, store_errors)
+                    built = True
+            elif entry is None or not entry.verified:
+                generated, delta = generate()
                 replay = False
-                built = True
+
+                if entry is not None and _generates(entry, generated, delta):
+                    entry.verified = True
+                    stored = held and _mark_verified(cache, key, entry)
+                else:
+                    if entry is not None:
+                        warnings.warn(
+                            f"ninetoothed-ascend: the cache entry {key[:12]} came "
+                            f"from outside (warm, check or import) and is not what "
+                            f"the definition of kernel `{generated.kernel_name}` "
+                            "generates here; it was replaced by what it generates.",
+                            stacklevel=4,
+                        )
+
+                    entry = dataclasses.replace(
+                        _entry(generated, delta), definition=digest
+                    )
+                    stored = held and _store(cache, key, entry, store_errors)
+                    built = True
 
     if replay:
         advance_counters(entry.counters_delta)
@@ -351,6 +456,44 @@ def _load_or_build(
             observer(handle, record | {"built": built, "stored": stored})
 
     return handle
+
+
+#: The cache directories this process has noted its environment in.
+_noted = set()
+
+
+def _note_environment(cache, memos):
+    # Once per process and cache directory: ``clear --stale`` keeps what the
+    # environment an installation used last can reach.
+    if cache.directory not in _noted:
+        _noted.add(cache.directory)
+        cache.note_environment(environment_digest(memos), installation())
+
+
+def _generates(entry, generated, counters_delta):
+    # Whether an entry from outside is what the definition generates here.
+    return (
+        entry.variants["cuda"].source == generated.source
+        and entry.kernel_name == generated.kernel_name
+        and entry.launch_name == generated.launch_name
+        and tuple(entry.counters_delta) == tuple(counters_delta)
+    )
+
+
+def _mark_verified(cache, key, entry):
+    try:
+        cache.mark_verified(key, entry.variants["cuda"].digest)
+    except (OSError, ValueError) as error:
+        logger.info(
+            "ninetoothed-ascend: could not record that the entry of kernel `%s` "
+            "is verified (it is compared again next time): %s",
+            entry.kernel_name,
+            error,
+        )
+
+        return False
+
+    return True
 
 
 def _record(digest, key, entry, origin):
@@ -381,9 +524,8 @@ def _generate(annotated_application, options, properties, counters_before):
 
     counters_after = counters()
 
-    return _entry(
-        generated,
-        tuple(after - before for after, before in zip(counters_after, counters_before)),
+    return generated, tuple(
+        after - before for after, before in zip(counters_after, counters_before)
     )
 
 
@@ -422,6 +564,7 @@ def _entry(generated, counters_delta, all_variants=False):
         variants=variants,
         counters_delta=counters_delta,
         launch=launch,
+        environment=environment_digest(),
     )
 
 
@@ -451,6 +594,8 @@ __all__ = [
     "MixedDevicesError",
     "VariantMismatchError",
     "VariantUnavailableError",
+    "admit_entry",
+    "admitted",
     "from_generated",
     "jit",
     "make",

@@ -84,6 +84,32 @@ def environment_key(digest, memos=None):
     return hashlib.sha256(description.encode("utf-8")).hexdigest()
 
 
+def environment_digest(memos=None):
+    """Return the sha256 hex digest of what :func:`environment_key` adds to a definition digest: :func:`environment` and the NPU target.
+
+    A cache entry records it, so that ``clear --stale`` can tell which
+    entries no installation reaches any more.
+
+    :param memos: as :func:`environment_key`.
+    :return: ``str``, 64 hexadecimal digits.
+    """
+
+    description = repr((environment(memos), Target.from_environment("npu")))
+
+    return hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+def installation():
+    """Return what tells installations of this package apart: the Python prefix and where its sources are (``str``).
+
+    An installation moves from one :func:`environment_digest` to the next
+    when the package is edited or upgraded; two virtual environments, or two
+    checkouts of the package, are two installations.
+    """
+
+    return f"{sys.prefix}{os.pathsep}{_PACKAGE_ROOT}"
+
+
 class Memos:
     """What this module derives from files, read from a cache, and kept to be stored in it by :meth:`store`.
 

@@ -13,6 +13,7 @@ all at once by :meth:`Handle.build` (``warm``), and added to the entry.
 """
 
 import contextlib
+import dataclasses
 import functools
 import linecache
 import sys
@@ -74,6 +75,7 @@ class Handle:
         self._emulated_sources = {}
         self._emulated_launches = {}
         self._requirements = _UNREAD
+        self._recovered = False
 
     def __call__(self, *args, **kwargs):
         device_type = None
@@ -150,6 +152,24 @@ class Handle:
                 f"Use handle.variant(name) to run one explicitly."
             )
 
+        try:
+            launch = self._resolve(device_type)
+        except VariantUnavailableError:
+            raise
+        except Exception as error:
+            # The variant's module failed when executed, or lacks its launch
+            # function, or the entry's requirements do not compile: a fault
+            # of the cache entry, which is set aside and built again, once.
+            if not self._recover(device_type, error):
+                raise
+
+            launch = self._resolve(device_type)
+
+        self._launches[device_type] = launch
+
+        return launch
+
+    def _resolve(self, device_type):
         if device_type in pipelines.EMULATIONS and emulation.emulation_requested():
             launch, variant = self.emulated(device_type), "npu"
         else:
@@ -160,9 +180,57 @@ class Handle:
                 launch, self.requirements, self.kernel_name, variant
             )
 
-        self._launches[device_type] = launch
-
         return launch
+
+    def _recover(self, device_type, error):
+        """Quarantine the cache entry and build the variants of ``device_type``'s launch again from NineToothed's source, once per handle.
+
+        :return: whether anything was built again (``False``: the fault is
+            NineToothed's source itself, or it was built again already).
+        """
+
+        failed = (
+            "npu"
+            if device_type in pipelines.EMULATIONS and emulation.emulation_requested()
+            else device_type
+        )
+
+        if self._recovered:
+            return False
+
+        self._recovered = True
+
+        if self._cache is not None:
+            self._cache.quarantine(self.key, f"{failed} variant: {error}")
+        else:
+            warnings.warn(
+                f"ninetoothed-ascend: the {failed} variant of kernel "
+                f"`{self.kernel_name}` failed ({error}); it is built again.",
+                stacklevel=4,
+            )
+
+        if failed == "cuda":
+            # Only the definition makes NineToothed's source again: the next
+            # ``make`` finds no entry and generates it.
+            return False
+
+        cuda = self._entry.variants["cuda"]
+        launch = self._entry.launch
+        self._entry = dataclasses.replace(
+            self._entry,
+            variants={"cuda": Variant(cuda.source, cuda.rewrites, cuda.error)},
+            launch=None
+            if launch is None
+            else {
+                name: value for name, value in launch.items() if name != "requirements"
+            },
+        )
+        self._requirements = _UNREAD
+        self._emulated_sources.clear()
+        self._emulated_launches.clear()
+        self.build((failed,))
+
+        return True
 
     def variant(self, name):
         """Return the launch function of variant ``name``, importing it if needed.
@@ -338,23 +406,36 @@ class Handle:
         # Stored but not read yet (``make`` reads what it would build): read
         # without the lock, since stored files are only ever replaced whole.
         if missing and cache is not None:
-            self._take(cache.load(self.key, self._entry.definition, missing))
+            self._take(
+                cache.load(self.key, self._entry.definition, missing, quarantine=True)
+            )
 
         if all(name in variants for name in names):
             return ()
 
-        with cache.lock(self.key) if cache is not None else contextlib.nullcontext():
+        with (
+            cache.locked(self.key, raise_store_errors)
+            if cache is not None
+            else contextlib.nullcontext(False)
+        ) as held:
             # Whatever another process stored meanwhile; and every stored
             # variant, which the entry written below must keep.
-            if cache is not None:
-                self._take(cache.load(self.key, self._entry.definition, self._unread()))
+            if held:
+                self._take(
+                    cache.load(
+                        self.key,
+                        self._entry.definition,
+                        self._unread(),
+                        quarantine=True,
+                    )
+                )
 
             built = self._build_missing(names)
 
             if built and before_store is not None:
                 before_store(self._entry)
 
-            if built and cache is not None:
+            if built and held:
                 self._store(cache, built, raise_store_errors)
 
         return built

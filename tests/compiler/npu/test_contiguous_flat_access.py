@@ -3,7 +3,14 @@
 import ast
 
 import torch
-from helpers import TRANSPOSED, launch_flag, launch_keywords, shared_example
+from helpers import (
+    FLATTENED,
+    TRANSPOSED,
+    canary_payload,
+    launch_flag,
+    launch_keywords,
+    shared_example,
+)
 
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     COLLAPSES,
@@ -13,21 +20,6 @@ from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     scalar_accesses,
 )
 from ninetoothed_ascend.compiler.passes import run_pipeline
-
-#: A flattened 2-D load, as NineToothed writes it, and its launch.
-FLATTENED = """
-import triton
-import triton.language as tl
-
-@triton.jit
-def kernel(x_pointer, x_size_0, x_size_1, x_stride_0, x_stride_1, y_pointer, BLOCK: tl.constexpr):
-    i = tl.program_id(0)
-    flat = i * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_pointer + flat, tl.load(x_pointer + ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 * x_stride_0 + (i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 * x_stride_1), mask=(i * BLOCK + tl.arange(0, BLOCK) < x_size_0 * x_size_1) & (i >= 0) & ((i * BLOCK + tl.arange(0, BLOCK)) // x_size_1 < x_size_0) & ((i * BLOCK + tl.arange(0, BLOCK)) % x_size_1 < x_size_1)))
-
-def launch_kernel(x, y):
-    kernel[(1,)](x, x.size(0), x.size(1), x.stride(0), x.stride(1), y)
-"""
 
 
 def rewrite(source):
@@ -253,3 +245,39 @@ def test_conv2d_with_an_nchw_output_stores_through_the_gather_and_channels_last_
 
     assert taken(nchw) is False
     assert taken(nchw.to(memory_format=torch.channels_last)) is True
+
+
+def test_a_mask_comparator_is_evaluated_never_executed(tmp_path):
+    canary = tmp_path / "canary"
+    payload = canary_payload(canary)
+    crafted = FLATTENED.replace(
+        "< x_size_0 * x_size_1)", f"< x_size_0 * x_size_1 + {payload} * 0)"
+    )
+
+    assert payload in crafted
+    rewritten = rewrite(crafted)
+
+    assert not canary.exists()
+    # The comparator is no size expression: the flat bound is not proven, so
+    # the digit bounds stay in the mask (the address still gets its fast path).
+    (load,) = [
+        node
+        for node in ast.walk(kernel_of(rewritten.source))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.load"
+    ]
+    assert not isinstance(load.keywords[0].value, ast.IfExp)
+
+
+def test_size_expressions_are_evaluated_with_their_operators_only():
+    # The operators NineToothed writes in sizes and digits still prove the
+    # bounds: the crafted test above differs only in its comparator.
+    rewritten = rewrite(
+        FLATTENED.replace("x_size_0 * x_size_1)", "(x_size_0 - 1 + 1) * x_size_1)")
+    )
+    (load,) = [
+        node
+        for node in ast.walk(kernel_of(rewritten.source))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.load"
+    ]
+
+    assert isinstance(load.keywords[0].value, ast.IfExp)

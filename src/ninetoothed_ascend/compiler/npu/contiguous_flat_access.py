@@ -4,6 +4,7 @@ import ast
 import dataclasses
 import itertools
 import math
+import operator
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass, arange_positions
@@ -584,7 +585,9 @@ def _are_digits(group, size_parameters):
 
     flat = ast.Name("ninetoothed_ascend_flat_index", ast.Load())
     digits = [
-        _compiled(_substitute(digit, group.flat_index, flat), size_parameters, flat.id)
+        _arithmetic(
+            _substitute(digit, group.flat_index, flat), {*size_parameters, flat.id}
+        )
         for digit in group.digits
     ]
 
@@ -600,25 +603,87 @@ def _are_digits(group, size_parameters):
 
         for index in range(weights[0] * sizes[0]):
             scope[flat.id] = index
-            values = [eval(digit, {}, dict(scope)) for digit in digits]
+            values = [digit(scope) for digit in digits]
 
-            if [
-                index // weight % size for weight, size in zip(weights, sizes)
-            ] != values:
+            if (
+                None in values
+                or [index // weight % size for weight, size in zip(weights, sizes)]
+                != values
+            ):
                 return False
 
     return True
 
 
-def _compiled(expression, size_parameters, *names):
-    """``expression`` compiled for ``eval``, or ``None`` where it reads a name other than the sizes and ``names``."""
+#: The operators of a size or digit expression (``(s1 - 1 + 1) * s2``, ``L // s2 % s1``).
+_BINARY_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_UNARY_OPERATORS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
-    read = {node.id for node in walk(expression) if isinstance(node, ast.Name)}
 
-    if not read <= set(size_parameters) | set(names):
+def _arithmetic(expression, names):
+    """``expression`` as a function of a scope (``dict`` name -> ``int``), or ``None`` where it is more than integer arithmetic of ``names``.
+
+    The pass proves facts about the text it rewrites, which may come from a
+    manifest or a cache entry: it evaluates integer constants, the names in
+    ``names`` and ``+ - * // %`` through :data:`_BINARY_OPERATORS`, and
+    nothing else (no attribute, subscript or call), so no part of the text
+    is executed. The function returns ``None`` where an operation fails
+    (a division by zero).
+    """
+
+    def build(node):
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                return None
+
+            return lambda scope, name=node.id: scope[name]
+
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return lambda scope, value=node.value: value
+
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY_OPERATORS:
+            left, right = build(node.left), build(node.right)
+
+            if left is None or right is None:
+                return None
+
+            apply = _BINARY_OPERATORS[type(node.op)]
+
+            return lambda scope: apply(left(scope), right(scope))
+
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY_OPERATORS:
+            operand = build(node.operand)
+
+            if operand is None:
+                return None
+
+            apply = _UNARY_OPERATORS[type(node.op)]
+
+            return lambda scope: apply(operand(scope))
+
         return None
 
-    return compile(ast.fix_missing_locations(ast.Expression(expression)), "", "eval")
+    try:
+        evaluate = build(expression)
+    except RecursionError:
+        return None
+
+    if evaluate is None:
+        return None
+
+    def guarded(scope):
+        try:
+            return evaluate(scope)
+        except (ZeroDivisionError, RecursionError):
+            return None
+
+    return guarded
 
 
 def _size_scopes(size_parameters):
@@ -629,10 +694,11 @@ def _size_scopes(size_parameters):
 def _equals_on_sizes(expression, expected, size_parameters):
     """Whether ``expression`` (``ast``) equals ``expected(sizes)`` for every tuple of sizes in ``{1, 2, 3}``."""
 
-    compiled = _compiled(expression, size_parameters)
+    evaluate = _arithmetic(expression, set(size_parameters))
 
-    return compiled is not None and all(
-        eval(compiled, {}, scope) == expected([scope[name] for name in size_parameters])
+    return evaluate is not None and all(
+        (value := evaluate(scope)) is not None
+        and value == expected([scope[name] for name in size_parameters])
         for scope in _size_scopes(size_parameters)
     )
 
