@@ -17,22 +17,25 @@ one manifest, a JSON document:
                   "counters_delta": [12, 1],
                   "origin": {"arrangement": "pkg.kernels:arrangement",
                              "application": "pkg.kernels:add"},
+                  "max_num_configs": null,
                   "source": "<NineToothed's generated module>",
                   "variants": {"cuda": "<sha256>", "npu": "<sha256>", "cpu": null},
                   "calls": [{"device": "cpu", "args": [
                       {"tensor": [3, 100], "stride": [100, 1], "dtype": "float32"},
-                      {"value": 2}]}]}]}
+                      {"value": 2}], "kwargs": {"BLOCK_SIZE": {"value": 128}}}]}]}
 
 What makes a kernel again is NineToothed's generated source (``source``,
 the CUDA variant byte for byte) with its definition digest: the NPU and CPU
-variants are the pass pipelines applied to it, and the cache key is the
-digest combined with the warming environment. Recording the defining module
+variants are the pass pipelines applied to it (within the
+``max_num_configs`` given to ``make``, which the source does not show), and
+the cache key is the digest combined with the warming environment. Recording the defining module
 and attribute instead would not do: operator libraries make kernels inside
 functions, at run time, from the ndim and dtype of their inputs, and the key
 depends on NineToothed's naming counters at that moment in that program.
 ``origin`` names those functions for people. ``calls`` are the argument types
-of the first call per device type, which the Ascend compile check needs
-(``ninetoothed-ascend check KEY``).
+of the first call per device type (``kwargs`` where the call passed keyword
+arguments, such as a caller-given block size), which the Ascend compile
+check needs (``ninetoothed-ascend check KEY``).
 """
 
 import atexit
@@ -244,6 +247,14 @@ def read(path):
                 raise ManifestError(
                     f"{path}: kernel {index} has no valid {field!r} field"
                 )
+
+        limit = kernel.get("max_num_configs")
+
+        if limit is not None and not (type(limit) is int and limit >= 1):
+            raise ManifestError(
+                f"{path}: kernel {index} has no valid 'max_num_configs' field "
+                "(a positive integer or null)"
+            )
 
         delta = kernel["counters_delta"]
 

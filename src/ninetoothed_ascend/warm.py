@@ -198,7 +198,10 @@ def _warm_kernel(kernel, identical, origin, cache_dir):
         handle, built = rebuild(
             kernel["definition"],
             GeneratedSource(
-                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+                kernel["source"],
+                kernel["kernel_name"],
+                kernel["launch_name"],
+                kernel.get("max_num_configs"),
             ),
             kernel["counters_delta"],
             cache=Cache(cache_dir),

@@ -69,8 +69,11 @@ class Entry:
         ``requirements`` (what it requires of its arguments, the fields of
         ``jit.arguments.Requirements`` as lists, or ``None``; absent until
         a variant whose launches are checked is built or a checked launch
-        asks for them, ``Handle.requirements``); ``None`` when unknown (then
-        the handle dispatches generically and checks nothing).
+        asks for them, ``Handle.requirements``) and ``max_num_configs``
+        (the user's, a positive ``int``; absent where not given, and the
+        NPU variant, built from it, bounds its configs by it); ``None``
+        when unknown (then the handle dispatches generically and checks
+        nothing).
     """
 
     kernel_name: str
@@ -206,6 +209,11 @@ def _launch_problem(launch):
         parameters or ()
     ):
         return "tensors are not among its parameters"
+
+    limit = launch.get("max_num_configs")
+
+    if limit is not None and not (type(limit) is int and limit >= 1):
+        return "max_num_configs is not a positive integer"
 
     requirements = launch.get("requirements")
 

@@ -316,7 +316,7 @@ class Rewritten:
     analysis: object = None
 
 
-def run_pipeline(source, passes, target=None, analyse=None):
+def run_pipeline(source, passes, target=None, analyse=None, facts=None):
     """Parse ``source``, run ``passes`` (classes, in order) on it, and unparse.
 
     :param source: ``str``, a generated Triton module.
@@ -331,16 +331,20 @@ def run_pipeline(source, passes, target=None, analyse=None):
     :return: :class:`Rewritten`.
     :raises PipelineError: naming the pass, when one fails (no analysis is
         returned then); what ``analyse`` raises propagates.
+    :param facts: ``None``, or a ``dict`` of facts about the kernel that
+        its source does not carry (what the user gave ``make``, under the
+        key the pass that reads it documents), which the passes start
+        from (:attr:`Pass.facts`); not changed.
     """
 
     if target is None:
         target = Target.from_environment("npu")
 
     with collection_paused():
-        return _rewrite(source, passes, target, analyse)
+        return _rewrite(source, passes, target, analyse, dict(facts or {}))
 
 
-def _rewrite(source, passes, target, analyse):
+def _rewrite(source, passes, target, analyse, facts):
     # The tree is freed when this returns, before collection resumes.
     tree = ast.parse(source)
     analysis = analyse(tree) if analyse is not None else None
@@ -349,7 +353,6 @@ def _rewrite(source, passes, target, analyse):
     # pipeline have nothing to rewrite in a given kernel, and walking the
     # whole module only to find that was most of their time.
     module = generated.GeneratedModule(tree)
-    facts = {}
 
     for pass_class in passes:
         if not pass_class.applies_to(module):

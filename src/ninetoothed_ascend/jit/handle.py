@@ -396,7 +396,10 @@ class Handle:
     def _build_missing(self, names):
         variants = self._entry.variants
         generated = GeneratedSource(
-            variants["cuda"].source, self._entry.kernel_name, self._entry.launch_name
+            variants["cuda"].source,
+            self._entry.kernel_name,
+            self._entry.launch_name,
+            (self._entry.launch or {}).get("max_num_configs"),
         )
         built = tuple(name for name in names if name not in variants)
 
