@@ -227,6 +227,9 @@ def _launch_problem(launch):
         and _int_pairs(requirements.get("ndims"))
         and isinstance(requirements.get("equal_sizes"), list)
         and all(map(_int_pairs, requirements["equal_sizes"]))
+        and isinstance(requirements.get("equal_numels", []), list)
+        and all(map(_ints, requirements.get("equal_numels", [])))
+        and _ints(requirements.get("accessed", []))
     ):
         return "requirements are malformed"
 
@@ -235,6 +238,10 @@ def _launch_problem(launch):
 
 def _is_name(name):
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _ints(numbers):
+    return isinstance(numbers, list) and all(type(n) is int for n in numbers)
 
 
 def _int_pairs(pairs):
