@@ -10,10 +10,13 @@ difference fails the task.
 
 From a module (a ``.py`` file, a directory of them, or a dotted module or
 package name), each module is one task, imported in a fresh process: every
-kernel it makes while being imported is built and stored. NineToothed names
-tensors from process-wide counters that are part of the key, so this warms
-exactly the kernels of a program that imports that module first; for any other
-program (and for kernels made at run time), record the program instead.
+kernel it makes while being imported is built and stored. A file is imported
+by the name a program imports it by (:func:`import_name`: ``my_kernels.py``
+as ``import my_kernels`` with its directory on ``sys.path``), which the key
+depends on. NineToothed names tensors from process-wide counters that are
+part of the key, so this warms exactly the kernels of a program that imports
+that module first; for any other program (and for kernels made at run time),
+record the program instead.
 """
 
 import concurrent.futures
@@ -98,7 +101,7 @@ def module_tasks(target):
     path = pathlib.Path(target)
 
     if path.is_file() and path.suffix == ".py":
-        return [Task("module", ("path", str(path.resolve())), str(path))]
+        return [Task("module", ("path", str(path.resolve())), _as_import(path))]
 
     if path.is_dir():
         files = sorted(
@@ -110,7 +113,10 @@ def module_tasks(target):
         if not files:
             raise ValueError(f"{target}: no Python modules under this directory")
 
-        return [Task("module", ("path", str(f.resolve())), str(f)) for f in files]
+        return [
+            Task("module", ("path", str(f.resolve())), _as_import(f)) for f in files
+        ]
+
 
     try:
         spec = importlib.util.find_spec(target)
@@ -132,6 +138,11 @@ def module_tasks(target):
         ]
 
     return [Task("module", ("name", name), name) for name in names]
+
+
+def _as_import(path):
+    # What ``warm`` reports a file's kernels as: the import they stand for.
+    return f"{path} (import {import_name(path)[0]})"
 
 
 def run(tasks, jobs, cache_dir, on_result=None):
@@ -269,14 +280,66 @@ def _build_all(handle, record):
     return record, BUILT if record["built"] or built else CACHED, ""
 
 
+class ShadowedModuleError(ValueError):
+    """``import NAME`` of a file finds another module first (:func:`import_file`)."""
+
+
+def import_name(path):
+    """The module name a program imports the file ``path`` by, and the directory it needs on ``sys.path``.
+
+    A kernel's key holds the module and qualified names of the functions it
+    is made from, so a file loaded under any other name makes other keys
+    than a program's ``import``. The name is the file's stem, under the
+    packages (directories with an ``__init__.py``) that hold it.
+
+    :param path: ``pathlib.Path`` of a ``.py`` file.
+    :return: ``(name, root)``: ``str``, e.g. ``"my_kernels"`` or
+        ``"pkg.kernels"``, and ``pathlib.Path``, the directory above the
+        outermost package (the one ``PYTHONPATH`` names).
+    """
+
+    path = pathlib.Path(path).resolve()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    root = path.parent
+
+    while (root / "__init__.py").is_file():
+        parts.insert(0, root.name)
+        root = root.parent
+
+    return ".".join(parts), root
+
+
+def import_file(path):
+    """Import the file ``path`` as a program does: ``import NAME`` with its root on ``sys.path`` (:func:`import_name`).
+
+    :param path: ``pathlib.Path`` of a ``.py`` file.
+    :return: the module.
+    :raises ShadowedModuleError: ``import NAME`` finds another module first
+        (a module or package of the same name earlier on ``sys.path``, or
+        already imported); the message names both.
+    :raises Exception: what importing the module raises.
+    """
+
+    path = pathlib.Path(path).resolve()
+    name, root = import_name(path)
+
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+    module = importlib.import_module(name)
+    found = getattr(module, "__file__", None)
+
+    if found is None or pathlib.Path(found).resolve() != path:
+        raise ShadowedModuleError(
+            f"{path} is imported as `import {name}`, but that finds "
+            f"{found or 'a built-in module'} first; rename the file"
+        )
+
+    return module
+
+
 def _import_path(path):
-    # Importable siblings, as when the module is run as a script.
-    sys.path.insert(0, str(path.parent))
-    name = f"_ninetoothed_ascend_warm_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    import_file(path)
 
 
 def one_line(error):

@@ -4,6 +4,8 @@ import hashlib
 import io
 import json
 import os
+import pathlib
+import subprocess
 import sys
 import tarfile
 
@@ -12,6 +14,7 @@ from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
 from helpers import ROOT
 
+import ninetoothed_ascend
 from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.cli import main
 
@@ -119,6 +122,114 @@ def test_warm_from_a_module_path(tmp_path):
     assert [k["status"] for k in second["kernels"]] == ["cached"]
     assert first["kernels"][0]["kernel_name"] == "add"
     assert Cache(cache_dir).keys() == [first["kernels"][0]["key"]]
+
+
+MY_KERNELS = """
+import ninetoothed
+from ninetoothed import Tensor
+
+import ninetoothed_ascend
+
+
+def arrangement(x, y, BLOCK_SIZE=ninetoothed.block_size()):
+    return x.tile((BLOCK_SIZE,)), y.tile((BLOCK_SIZE,))
+
+
+def application(x, y):
+    y = x * 2  # noqa: F841
+
+
+k = ninetoothed_ascend.make(arrangement, application, (Tensor(1), Tensor(1)), kernel_name="doubled")
+"""
+
+
+#: The package under test, wherever it is imported from.
+PACKAGE_SRC = pathlib.Path(ninetoothed_ascend.__file__).resolve().parent.parent
+
+
+def run_python(code, *args, cache_dir, path=()):
+    """Run ``python -c code args`` in a fresh process (NineToothed's counters at zero), the package under test first on its path."""
+
+    env = os.environ | {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": os.pathsep.join([str(PACKAGE_SRC), *map(str, path)]),
+    }
+
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+CLI = "import sys; from ninetoothed_ascend.cli import main; main(sys.argv[1:])"
+
+
+def test_warm_show_and_an_importing_program_share_one_key(tmp_path):
+    # ``warm FILE`` and ``show FILE:k`` loaded the file under names of their
+    # own (the module name is part of the key): three keys for one kernel,
+    # and ``ls`` listed it three times.
+    directory = tmp_path / "code"
+    directory.mkdir()
+    (directory / "my_kernels.py").write_text(MY_KERNELS)
+    cache_dir = tmp_path / "cache"
+
+    warmed = invoke(
+        "warm", directory / "my_kernels.py", "--json", "--cache-dir", cache_dir
+    )
+    program = run_python(
+        "import my_kernels; print(my_kernels.k.key)",
+        cache_dir=cache_dir,
+        path=[directory],
+    )
+    shown = run_python(
+        CLI, "show", f"{directory / 'my_kernels.py'}:k", cache_dir=cache_dir
+    )
+
+    assert warmed.exit_code == 0, warmed.output
+    assert program.returncode == 0, program.stderr
+    assert shown.returncode == 0, shown.stderr
+    (kernel,) = json.loads(warmed.output)["kernels"]
+    assert program.stdout.split() == [kernel["key"]]
+    assert (
+        f"key {kernel['key'][:12]}, as a program that runs `import my_kernels`"
+        in shown.stdout
+    )
+    listed = json.loads(invoke("ls", "--json", "--cache-dir", cache_dir).output)
+    assert [row["key"] for row in listed["kernels"]] == [kernel["key"]]
+    assert kernel["origin"].endswith("(import my_kernels)")
+
+
+def test_a_file_in_a_package_is_warmed_as_the_package_imports_it(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernels.py").write_text(MY_KERNELS)
+    cache_dir = tmp_path / "cache"
+
+    warmed = invoke("warm", package / "kernels.py", "--json", "--cache-dir", cache_dir)
+    (kernel,) = json.loads(warmed.output)["kernels"]
+    program = run_python(
+        "import pkg.kernels; print(pkg.kernels.k.key)",
+        cache_dir=cache_dir,
+        path=[tmp_path],
+    )
+
+    assert program.stdout.split() == [kernel["key"]]
+    assert kernel["origin"].endswith("(import pkg.kernels)")
+
+
+def test_show_refuses_a_file_whose_import_finds_another_module(tmp_path):
+    # ``show json.py``: ``import json`` is the standard library's.
+    (tmp_path / "json.py").write_text(MY_KERNELS)
+
+    shown = invoke("show", f"{tmp_path / 'json.py'}:k")
+
+    assert shown.exit_code == 1
+    assert "is imported as `import json`, but that finds" in shown.output
+    assert "rename the file" in shown.output
 
 
 def test_ls_info_and_clear(recorded, tmp_path):
