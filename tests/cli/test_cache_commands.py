@@ -15,13 +15,15 @@ from conftest import EXAMPLE_PATHS
 from helpers import ROOT
 
 import ninetoothed_ascend
+from ninetoothed_ascend import manifest as manifest_module
 from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.cli import main
 
 DOWNSTREAM = ROOT / "tests" / "downstream"
 
 
-SRC = ROOT / "src"
+#: The package under test, wherever it is imported from.
+PACKAGE_SRC = pathlib.Path(ninetoothed_ascend.__file__).resolve().parent.parent
 
 
 #: Recorded program: five of the fixture's operators, made and run on the CPU.
@@ -37,7 +39,7 @@ def record(cache_dir, manifest, *python_args):
 
     env = os.environ | {
         "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
-        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
+        "PYTHONPATH": f"{PACKAGE_SRC}{os.pathsep}{DOWNSTREAM}",
     }
     result = invoke(
         "record", "-o", manifest, "--", sys.executable, *python_args, env=env
@@ -141,10 +143,6 @@ def application(x, y):
 
 k = ninetoothed_ascend.make(arrangement, application, (Tensor(1), Tensor(1)), kernel_name="doubled")
 """
-
-
-#: The package under test, wherever it is imported from.
-PACKAGE_SRC = pathlib.Path(ninetoothed_ascend.__file__).resolve().parent.parent
 
 
 def run_python(code, *args, cache_dir, path=()):
@@ -494,3 +492,90 @@ def test_check_compiles_recorded_kernels_by_manifest_and_by_key(tmp_path):
 
     assert no_calls.exit_code == 1
     assert "has no recorded call" in no_calls.output
+
+
+#: Three kernels: rms_norm called with its block size as a keyword, add made
+#: and never called, mul called.
+CALL_WITH_KEYWORDS = """
+import sys
+import torch
+sys.path[:0] = sys.argv[1:]
+import add, mul, rms_norm
+x = torch.randn(4, 64)
+calls = (
+    lambda: rms_norm.launch(rms_norm.kernel, x, torch.rand(64)),
+    lambda: mul.launch(mul.kernel, x, x),
+)
+for call in calls:
+    try:
+        call()
+    except Exception:  # triton-ascend's interpreter need not run them: the types are recorded
+        pass
+"""
+
+
+def record_three_kernels(tmp_path):
+    cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
+    record(
+        cache_dir,
+        manifest,
+        "-c",
+        CALL_WITH_KEYWORDS,
+        ROOT / "examples" / "normalization",
+        ROOT / "examples" / "elementwise",
+    )
+
+    return cache_dir, manifest
+
+
+def test_record_notes_keyword_arguments(tmp_path):
+    # ``rms_norm.launch`` passes ``BLOCK_SIZE=next_power_of_2(64)``.
+    _, manifest = record_three_kernels(tmp_path)
+    kernels = {k["kernel_name"]: k for k in json.loads(manifest.read_text())["kernels"]}
+    (call,) = kernels["rms_norm"]["calls"]
+
+    assert call["kwargs"] == {"BLOCK_SIZE": {"value": 64}}
+    assert kernels["add"]["calls"] == []
+    assert "kwargs" not in kernels["mul"]["calls"][0]
+
+    args, kwargs = manifest_module.call_inputs(call)
+
+    assert kwargs == {"BLOCK_SIZE": 64}
+    assert [tuple(a.shape) for a in args if hasattr(a, "shape")] == [
+        (4, 64),
+        (1, 64),
+        (4, 64),
+    ]
+
+
+@pytest.mark.ascend
+def test_check_of_a_manifest_reports_every_kernel(tmp_path):
+    # Before: the keyword block size was not recorded (``launch_rms_norm()
+    # missing 1 required positional argument``), and one kernel without a
+    # call, or one that failed, aborted the check of every other.
+    cache_dir, manifest = record_three_kernels(tmp_path)
+    document = json.loads(manifest.read_text())
+    (mul,) = [k for k in document["kernels"] if k["kernel_name"] == "mul"]
+    mul["calls"][0]["args"][0] = {"unsupported": "ndarray"}
+    manifest.write_text(json.dumps(document))
+
+    result = invoke(
+        "check", "--manifest", manifest, "--cache-dir", cache_dir, "--no-bishengir"
+    )
+    lines = result.output.strip().splitlines()
+
+    assert result.exit_code == 1, result.output
+    assert any(
+        line.startswith("rms_norm ") and "passed ttir and ttadapter" in line
+        for line in lines
+    ), result.output
+    assert any(
+        line.startswith("add ") and "SKIPPED has no recorded call" in line
+        for line in lines
+    ), result.output
+    assert any(
+        line.startswith("mul ")
+        and "FAILED ManifestError: an argument of type ndarray was not recorded" in line
+        for line in lines
+    ), result.output
+    assert lines[-1] == "3 kernels, 1 failures, 1 skipped (no recorded call)"
