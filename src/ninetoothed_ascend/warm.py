@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import pathlib
 import pkgutil
+import signal
 import sys
 import time
 
@@ -117,7 +118,6 @@ def module_tasks(target):
             Task("module", ("path", str(f.resolve())), _as_import(f)) for f in files
         ]
 
-
     try:
         spec = importlib.util.find_spec(target)
     except (ImportError, ValueError):
@@ -145,14 +145,49 @@ def _as_import(path):
     return f"{path} (import {import_name(path)[0]})"
 
 
+def available_cpus():
+    """The CPUs this process may run on (``int`` >= 1): its affinity where the platform says, else ``os.cpu_count()``."""
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def workers(jobs, tasks):
+    """The worker processes :func:`run` starts for ``jobs`` (``-j``): at most one per task and per CPU (:func:`available_cpus`), at least one."""
+
+    return max(1, min(jobs, len(tasks), available_cpus()))
+
+
+class Interrupted(Exception):
+    """``warm`` was interrupted (Ctrl-C); its workers were stopped.
+
+    :param done: ``int``, tasks finished, whose kernels are cached.
+    :param total: ``int``, tasks in all.
+    """
+
+    def __init__(self, done, total):
+        super().__init__(f"interrupted after {done} of {total} tasks")
+        self.done = done
+        self.total = total
+
+
 def run(tasks, jobs, cache_dir, on_result=None):
     """Run ``tasks`` in ``jobs`` processes; return every :class:`Result`.
 
+    The workers never receive SIGINT (it is blocked in the threads that
+    start them, and a process inherits its signal mask): a Ctrl-C reaches
+    this process alone, which stops the workers (a stored entry is written
+    atomically, so one stopped mid-task leaves nothing half-written) and
+    raises :class:`Interrupted`.
+
     :param tasks: ``list`` of :class:`Task`.
-    :param jobs: ``int`` >= 1, worker processes.
+    :param jobs: ``int`` >= 1, worker processes at most (:func:`workers`).
     :param cache_dir: ``pathlib.Path``, the cache to fill.
     :param on_result: called with the ``list`` of results of each finished task.
     :return: ``list`` of :class:`Result`, in task order.
+    :raises Interrupted: on ``KeyboardInterrupt``.
     """
 
     modules = any(task.kind == "module" for task in tasks)
@@ -165,15 +200,25 @@ def run(tasks, jobs, cache_dir, on_result=None):
         context, per_child = multiprocessing.get_context("fork"), None
 
     results = [None] * len(tasks)
+    before = set(multiprocessing.active_children())
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers(jobs, tasks),
+        mp_context=context,
+        max_tasks_per_child=per_child,
+    )
+    # Workers, and the pool's thread that starts their replacements, are
+    # started with SIGINT blocked, and inherit it.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, max_tasks_per_child=per_child
-    ) as pool:
+    try:
         futures = {
             pool.submit(_run_task, task, str(cache_dir)): index
             for index, task in enumerate(tasks)
         }
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
+    try:
         for future in concurrent.futures.as_completed(futures):
             task = tasks[futures[future]]
 
@@ -186,8 +231,32 @@ def run(tasks, jobs, cache_dir, on_result=None):
 
             if on_result is not None:
                 on_result(done)
+    except KeyboardInterrupt:
+        _stop(pool, before)
+
+        raise Interrupted(
+            sum(done is not None for done in results), len(tasks)
+        ) from None
+    except BaseException:
+        _stop(pool, before)
+        raise
+
+    pool.shutdown()
 
     return [result for done in results for result in done]
+
+
+def _stop(pool, before):
+    # Cancel what has not started and end the workers (the processes started
+    # since ``before``), without waiting for their tasks.
+    pool.shutdown(wait=False, cancel_futures=True)
+    started = set(multiprocessing.active_children()) - before
+
+    for process in started:
+        process.terminate()
+
+    for process in started:
+        process.join()
 
 
 def _run_task(task, cache_dir):

@@ -1,13 +1,16 @@
 """The cache commands: record, warm, ls, info, clear, export, import, doctor, and their errors."""
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -228,6 +231,113 @@ def test_show_refuses_a_file_whose_import_finds_another_module(tmp_path):
     assert shown.exit_code == 1
     assert "is imported as `import json`, but that finds" in shown.output
     assert "rename the file" in shown.output
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "x = 1\n",
+            "is not an example module: it does not define kernel, inputs, launch, "
+            "reference",
+        ),
+        (
+            "import my_helpers_that_are_not_on_the_path\n",
+            "ModuleNotFoundError: No module named 'my_helpers_that_are_not_on_the_path'; "
+            "put the directory that holds it on PYTHONPATH",
+        ),
+    ],
+    ids=["not-an-example", "import-fails"],
+)
+def test_check_of_a_module_it_cannot_take_is_a_usage_error(tmp_path, text, message):
+    # Before: "check failed unexpectedly ... report the traceback".
+    (tmp_path / "my_kernels.py").write_text(text)
+
+    result = invoke("check", tmp_path / "my_kernels.py", "--no-bishengir")
+
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1
+    assert message in result.output
+    assert "traceback" not in result.output.lower()
+    assert "unexpectedly" not in result.output
+
+
+def test_warm_starts_at_most_one_worker_per_cpu_and_task(tmp_path):
+    # Before: ``-j 64`` started 64 workers for 2 kernels.
+    result = invoke(
+        "warm", EXAMPLE_PATHS["add"], "-j", "64", "--json", "--cache-dir", tmp_path
+    )
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["jobs"] == 1
+
+
+SLEEPY = """
+import os, pathlib, time
+pathlib.Path(os.environ["MARKERS"], str(os.getpid())).write_text("")
+time.sleep(120)
+"""
+
+
+def test_ctrl_c_ends_warm_with_one_line(tmp_path):
+    # Before: each worker printed its KeyboardInterrupt traceback (28 to
+    # 112 lines). A terminal's Ctrl-C sends SIGINT to the whole foreground
+    # process group: warm and its workers.
+    modules, markers = tmp_path / "modules", tmp_path / "markers"
+    modules.mkdir()
+    markers.mkdir()
+
+    for index in range(3):
+        (modules / f"sleepy_{index}.py").write_text(SLEEPY)
+
+    env = os.environ | {
+        "MARKERS": str(markers),
+        "PYTHONPATH": str(PACKAGE_SRC),
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI, "warm", "-j", "2", modules],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    started = time.monotonic()
+
+    try:
+        # Every worker is importing its module.
+        workers = min(2, len(os.sched_getaffinity(0)))
+
+        while (
+            len(list(markers.iterdir())) < workers and time.monotonic() - started < 240
+        ):
+            time.sleep(0.2)
+
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+        alive = [marker.name for marker in markers.iterdir() if _alive(marker.name)]
+    finally:
+        # Whatever happened, nothing of it is left running.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    assert process.returncode == 130
+    assert output.splitlines() == [
+        "warm interrupted after 0 of 3 tasks (their kernels are cached); run it "
+        "again to warm the rest"
+    ]
+
+    assert alive == []  # no worker left running
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+
+    return True
 
 
 def test_ls_info_and_clear(recorded, tmp_path):

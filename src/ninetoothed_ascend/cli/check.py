@@ -122,6 +122,16 @@ def check(
     if not targets and manifest is None:
         paths = ["examples"]
 
+    try:
+        modules = [examples.load_module(path) for path in examples.find_modules(paths)]
+    except (examples.NotAnExampleError, examples.ExampleImportError) as error:
+        raise click.UsageError(
+            f"{error}; a kernel that is not an example is checked from a manifest "
+            "(`record`, then --manifest)"
+            if isinstance(error, examples.NotAnExampleError)
+            else str(error)
+        ) from None
+
     checks = [
         (
             f"{module.kernel.kernel_name} {str(dtype).removeprefix('torch.')}",
@@ -129,7 +139,7 @@ def check(
             module.launch,
             lambda m=module, d=dtype: m.inputs("cpu", d),
         )
-        for module in map(examples.load_module, examples.find_modules(paths))
+        for module in modules
         for dtype in selected_dtypes(module, dtype_names)
     ]
 
