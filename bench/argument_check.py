@@ -7,7 +7,9 @@ calls, ``--rounds`` times alternating; the minimum (the least disturbed
 round, as ``timeit`` recommends on a shared machine) and the median are
 reported. Kernels: the add
 example (three 1-D tensors whose sizes must match) and the matmul example
-(three 2-D tensors, one pair of sizes that must match).
+(three 2-D tensors, one pair of sizes that must match); per tensor the
+check also reads its dtype, its storage's size (element offsets below
+2**31) and, for a tensor the kernel reads, whether it is a ``meta`` tensor.
 
     python bench/argument_check.py [--calls 100000] [--rounds 15]
 """
@@ -85,7 +87,10 @@ def main():
 
         bare, wrapped = times["bare"], times["checked"]
         alone = [w - b for w, b in zip(wrapped, bare)]
-        checks = f"{len(required.ndims)} ndim, {len(required.equal_sizes)} size groups"
+        checks = (
+            f"{len(required.ndims)} ndim, dtype and offset, "
+            f"{len(required.accessed)} meta, {len(required.equal_sizes)} size groups"
+        )
         print(
             f"| {name} | {checks} "
             + " ".join(

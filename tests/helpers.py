@@ -21,16 +21,17 @@ from ninetoothed_ascend.compiler.target import Target
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def rewrite(pass_class, source, target=None, then=()):
+def rewrite(pass_class, source, target=None, then=(), facts=None):
     """Run one pass on ``source`` for ``target`` (default: the NPU variant's here); return the new source and the number of rewrites.
 
     ``then``: passes run after it, with the facts it left (``Pass.facts``),
-    as the pipeline runs them; their rewrites are not counted.
+    as the pipeline runs them; their rewrites are not counted. ``facts``:
+    what the pipeline's caller passes (``run_pipeline``'s ``facts``).
     """
 
     tree = ast.parse(textwrap.dedent(source))
     target = target or Target.from_environment("npu")
-    facts = {}
+    facts = dict(facts or {})
     count = pass_class(target, facts).run(tree)
 
     for later in then:

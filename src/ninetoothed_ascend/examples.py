@@ -24,7 +24,8 @@ place. A module may define
   kernel's own precision differs;
 * ``KNOWN_FAILURES``: ``{check: reason}`` for checks the kernel cannot pass
   yet (``"cpu"``, ``"emulation"``, ``"compile_check"``); the tests mark them
-  strict ``xfail`` with the reason.
+  strict ``xfail`` with the reason, and ``demo`` reports a run on a device
+  type listed there as a known failure, not a mismatch.
 
 Examples are grouped by kind in subdirectories (``examples/elementwise``,
 ``examples/reduction``, ...); a file whose name starts with ``_`` is not an
@@ -74,11 +75,22 @@ def find_modules(paths):
     return files
 
 
+class NotAnExampleError(AttributeError):
+    """A module lacks what an example defines; the message names the file and the names, in one line."""
+
+
+class ExampleImportError(ImportError):
+    """Importing an example module failed; the message names the file and the error, in one line."""
+
+
 def load_module(path):
     """Import the example module at ``path``; this builds its kernel (or loads it from the cache).
 
-    :raises AttributeError: the module lacks one of the names listed above
-        (``reference`` counts as present where ``verify`` is).
+    :raises NotAnExampleError: the module lacks one of the names listed
+        above (``reference`` counts as present where ``verify`` is).
+    :raises ExampleImportError: importing the module raised (a module it
+        imports is not on ``PYTHONPATH``, say); the message holds the first
+        line of the error.
     """
 
     path = pathlib.Path(path).resolve()
@@ -86,7 +98,22 @@ def load_module(path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        lines = str(error).strip().splitlines()
+        hint = (
+            "; put the directory that holds it on PYTHONPATH"
+            if isinstance(error, ModuleNotFoundError)
+            else "; run it with python to see the traceback"
+        )
+
+        raise ExampleImportError(
+            f"importing {path} failed: {type(error).__name__}: "
+            f"{lines[0] if lines else ''}{hint}"
+        ) from error
 
     missing = [
         attribute
@@ -96,7 +123,11 @@ def load_module(path):
     ]
 
     if missing:
-        raise AttributeError(f"example {path} does not define {', '.join(missing)}")
+        raise NotAnExampleError(
+            f"{path} is not an example module: it does not define "
+            f"{', '.join(missing)}; see examples/elementwise/add.py for what an "
+            "example defines"
+        )
 
     return module
 
@@ -106,13 +137,17 @@ class Comparison:
     """The result of one run against torch.
 
     :param matches: ``bool``.
-    :param max_abs_error: ``float``, the largest absolute difference.
+    :param max_abs_error: ``float``, the largest absolute difference where
+        both results are finite.
     :param seconds: ``float``, wall time of the launch (including any first-call compilation).
+    :param nonfinite: ``int``, elements where one result is NaN or infinite
+        and the other is not the same (a NaN that torch does not give).
     """
 
     matches: bool
     max_abs_error: float
     seconds: float
+    nonfinite: int = 0
 
 
 def dtypes(module):
@@ -155,8 +190,9 @@ def compare(module, kernel, device, dtype=torch.float16, case=None):
         )
 
     expected = _as_tuple(module.reference(*inputs))
-    atol, rtol = getattr(module, "TOLERANCES", {}).get(dtype, TOLERANCES[dtype])
+    atol, rtol = tolerances(module, dtype)
     matches, max_abs_error = len(outputs) == len(expected), 0.0
+    nonfinite = 0
 
     for output, reference in zip(outputs, expected):
         output, reference = output.float().cpu(), reference.float().cpu()
@@ -166,12 +202,26 @@ def compare(module, kernel, device, dtype=torch.float16, case=None):
         )
 
         if output.shape == reference.shape and output.numel():
-            difference = (output - reference).abs().nan_to_num(0.0)
-            max_abs_error = max(max_abs_error, difference.max().item())
+            finite = output.isfinite() & reference.isfinite()
+            same = (output == reference) | (output.isnan() & reference.isnan())
+            nonfinite += int((~finite & ~same).sum())
+
+            if finite.any():
+                difference = (output - reference).abs()[finite]
+                max_abs_error = max(max_abs_error, difference.max().item())
 
     return Comparison(
-        matches=bool(matches), max_abs_error=max_abs_error, seconds=seconds
+        matches=bool(matches),
+        max_abs_error=max_abs_error,
+        seconds=seconds,
+        nonfinite=nonfinite,
     )
+
+
+def tolerances(module, dtype):
+    """``(atol, rtol)`` that example ``module``'s results in ``dtype`` are compared with torch's by: its ``TOLERANCES``, else :data:`TOLERANCES`."""
+
+    return getattr(module, "TOLERANCES", {}).get(dtype, TOLERANCES[dtype])
 
 
 def noncontiguous(inputs):

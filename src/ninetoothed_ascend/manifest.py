@@ -17,22 +17,26 @@ one manifest, a JSON document:
                   "counters_delta": [12, 1],
                   "origin": {"arrangement": "pkg.kernels:arrangement",
                              "application": "pkg.kernels:add"},
+                  "max_num_configs": null,
                   "source": "<NineToothed's generated module>",
                   "variants": {"cuda": "<sha256>", "npu": "<sha256>", "cpu": null},
                   "calls": [{"device": "cpu", "args": [
                       {"tensor": [3, 100], "stride": [100, 1], "dtype": "float32"},
-                      {"value": 2}]}]}]}
+                      {"value": 2}], "kwargs": {"BLOCK_SIZE": {"value": 128}}}]}]}
 
 What makes a kernel again is NineToothed's generated source (``source``,
 the CUDA variant byte for byte) with its definition digest: the NPU and CPU
-variants are the pass pipelines applied to it, and the cache key is the
-digest combined with the warming environment. Recording the defining module
-and attribute instead would not do: operator libraries make kernels inside
-functions, at run time, from the ndim and dtype of their inputs, and the key
-depends on NineToothed's naming counters at that moment in that program.
+variants are the pass pipelines applied to it (within the
+``max_num_configs`` given to ``make``, which the source does not show), and
+the cache key is the digest combined with the warming environment.
+Recording the defining module and attribute instead would not do: operator
+libraries make kernels inside functions, at run time, from the ndim and
+dtype of their inputs, and the key depends on NineToothed's naming counters
+at that moment in that program.
 ``origin`` names those functions for people. ``calls`` are the argument types
-of the first call per device type, which the Ascend compile check needs
-(``ninetoothed-ascend check KEY``).
+of the first call per device type (``kwargs`` where the call passed keyword
+arguments, such as a caller-given block size), which the Ascend compile
+check needs (``ninetoothed-ascend check KEY``).
 """
 
 import atexit
@@ -95,17 +99,31 @@ class _Recorder:
         kernel["variants"] = handle.entry.digests()
 
     def note_call(self, handle, args, kwargs):
-        """Note the argument types of ``handle``'s first call per device type, before the call (a call that fails counts too)."""
+        """Note the argument types of ``handle``'s first call per device type, before the call (a call that fails counts too).
+
+        Keyword arguments (a block size the caller passes as
+        ``kernel(x, y, BLOCK_SIZE=1024)``) are noted under ``kwargs``.
+        """
 
         calls = self.kernels[handle.key]["calls"]
         device = next(
-            (a.device.type for a in args if isinstance(a, torch.Tensor)), None
+            (
+                a.device.type
+                for a in (*args, *kwargs.values())
+                if isinstance(a, torch.Tensor)
+            ),
+            None,
         )
 
         if all(call["device"] != device for call in calls):
-            calls.append(
-                {"device": device, "args": [_describe_argument(a) for a in args]}
-            )
+            call = {"device": device, "args": [_describe_argument(a) for a in args]}
+
+            if kwargs:
+                call["kwargs"] = {
+                    name: _describe_argument(value) for name, value in kwargs.items()
+                }
+
+            calls.append(call)
 
     def write(self):
         if not self.kernels:
@@ -245,6 +263,14 @@ def read(path):
                     f"{path}: kernel {index} has no valid {field!r} field"
                 )
 
+        limit = kernel.get("max_num_configs")
+
+        if limit is not None and not (type(limit) is int and limit >= 1):
+            raise ManifestError(
+                f"{path}: kernel {index} has no valid 'max_num_configs' field "
+                "(a positive integer or null)"
+            )
+
         delta = kernel["counters_delta"]
 
         if len(delta) != 2 or not all(type(n) is int and n >= 0 for n in delta):
@@ -260,25 +286,41 @@ def call_inputs(call):
     """Make CPU arguments with the types of a recorded call (for the compile check).
 
     :param call: ``dict``, one of a kernel's ``calls``.
-    :return: ``tuple``: uninitialized tensors of the recorded shape, strides
-        and dtype, and the recorded scalar values.
-    :raises ManifestError: an argument type was not recorded.
+    :return: ``(args, kwargs)``: a ``tuple`` and a ``dict`` of uninitialized
+        tensors of the recorded shape, strides and dtype, and the recorded
+        scalar values.
+    :raises ManifestError: an argument type was not recorded, or the call
+        is not a record of arguments (a damaged manifest).
     """
 
-    inputs = []
+    args, kwargs = call.get("args"), call.get("kwargs", {})
 
-    for arg in call["args"]:
-        if "tensor" in arg:
-            inputs.append(
-                torch.empty_strided(
-                    arg["tensor"], arg["stride"], dtype=getattr(torch, arg["dtype"])
-                )
-            )
-        elif "value" in arg:
-            inputs.append(arg["value"])
-        else:
-            raise ManifestError(
-                f"an argument of type {arg.get('unsupported')} was not recorded"
-            )
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise ManifestError("the recorded call has no list of args and dict of kwargs")
 
-    return tuple(inputs)
+    return (
+        tuple(map(_recorded_argument, args)),
+        {name: _recorded_argument(value) for name, value in kwargs.items()},
+    )
+
+
+def _recorded_argument(arg):
+    if not isinstance(arg, dict):
+        raise ManifestError(
+            f"a recorded argument is {type(arg).__name__}, not a record"
+        )
+
+    if "tensor" in arg:
+        try:
+            return torch.empty_strided(
+                arg["tensor"], arg["stride"], dtype=getattr(torch, arg["dtype"])
+            )
+        except (AttributeError, KeyError, RuntimeError, TypeError) as error:
+            raise ManifestError(f"a recorded tensor is malformed: {error}") from None
+
+    if "value" in arg:
+        return arg["value"]
+
+    raise ManifestError(
+        f"an argument of type {arg.get('unsupported')} was not recorded"
+    )

@@ -10,10 +10,13 @@ difference fails the task.
 
 From a module (a ``.py`` file, a directory of them, or a dotted module or
 package name), each module is one task, imported in a fresh process: every
-kernel it makes while being imported is built and stored. NineToothed names
-tensors from process-wide counters that are part of the key, so this warms
-exactly the kernels of a program that imports that module first; for any other
-program (and for kernels made at run time), record the program instead.
+kernel it makes while being imported is built and stored. A file is imported
+by the name a program imports it by (:func:`import_name`: ``my_kernels.py``
+as ``import my_kernels`` with its directory on ``sys.path``), which the key
+depends on. NineToothed names tensors from process-wide counters that are
+part of the key, so this warms exactly the kernels of a program that imports
+that module first; for any other program (and for kernels made at run time),
+record the program instead.
 """
 
 import concurrent.futures
@@ -24,6 +27,7 @@ import multiprocessing
 import os
 import pathlib
 import pkgutil
+import signal
 import sys
 import time
 
@@ -122,7 +126,7 @@ def module_tasks(target):
     path = pathlib.Path(target)
 
     if path.is_file() and path.suffix == ".py":
-        return [Task("module", ("path", str(path.resolve())), str(path))]
+        return [Task("module", ("path", str(path.resolve())), _as_import(path))]
 
     if path.is_dir():
         files = sorted(
@@ -134,7 +138,9 @@ def module_tasks(target):
         if not files:
             raise ValueError(f"{target}: no Python modules under this directory")
 
-        return [Task("module", ("path", str(f.resolve())), str(f)) for f in files]
+        return [
+            Task("module", ("path", str(f.resolve())), _as_import(f)) for f in files
+        ]
 
     try:
         spec = importlib.util.find_spec(target)
@@ -158,14 +164,54 @@ def module_tasks(target):
     return [Task("module", ("name", name), name) for name in names]
 
 
+def _as_import(path):
+    # What ``warm`` reports a file's kernels as: the import they stand for.
+    return f"{path} (import {import_name(path)[0]})"
+
+
+def available_cpus():
+    """The CPUs this process may run on (``int`` >= 1): its affinity where the platform says, else ``os.cpu_count()``."""
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def workers(jobs, tasks):
+    """The worker processes :func:`run` starts for ``jobs`` (``-j``): at most one per task and per CPU (:func:`available_cpus`), at least one."""
+
+    return max(1, min(jobs, len(tasks), available_cpus()))
+
+
+class Interrupted(Exception):
+    """``warm`` was interrupted (Ctrl-C); its workers were stopped.
+
+    :param done: ``int``, tasks finished, whose kernels are cached.
+    :param total: ``int``, tasks in all.
+    """
+
+    def __init__(self, done, total):
+        super().__init__(f"interrupted after {done} of {total} tasks")
+        self.done = done
+        self.total = total
+
+
 def run(tasks, jobs, cache_dir, on_result=None):
     """Run ``tasks`` in ``jobs`` processes; return every :class:`Result`.
 
+    The workers never receive SIGINT (it is blocked in the threads that
+    start them, and a process inherits its signal mask): a Ctrl-C reaches
+    this process alone, which stops the workers (a stored entry is written
+    atomically, so one stopped mid-task leaves nothing half-written) and
+    raises :class:`Interrupted`.
+
     :param tasks: ``list`` of :class:`Task`.
-    :param jobs: ``int`` >= 1, worker processes.
+    :param jobs: ``int`` >= 1, worker processes at most (:func:`workers`).
     :param cache_dir: ``pathlib.Path``, the cache to fill.
     :param on_result: called with the ``list`` of results of each finished task.
     :return: ``list`` of :class:`Result`, in task order.
+    :raises Interrupted: on ``KeyboardInterrupt``.
     """
 
     modules = any(task.kind == "module" for task in tasks)
@@ -178,15 +224,25 @@ def run(tasks, jobs, cache_dir, on_result=None):
         context, per_child = multiprocessing.get_context("fork"), None
 
     results = [None] * len(tasks)
+    before = set(multiprocessing.active_children())
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers(jobs, tasks),
+        mp_context=context,
+        max_tasks_per_child=per_child,
+    )
+    # Workers, and the pool's thread that starts their replacements, are
+    # started with SIGINT blocked, and inherit it.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, max_tasks_per_child=per_child
-    ) as pool:
+    try:
         futures = {
             pool.submit(_run_task, task, str(cache_dir)): index
             for index, task in enumerate(tasks)
         }
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
+    try:
         for future in concurrent.futures.as_completed(futures):
             task = tasks[futures[future]]
 
@@ -199,8 +255,32 @@ def run(tasks, jobs, cache_dir, on_result=None):
 
             if on_result is not None:
                 on_result(done)
+    except KeyboardInterrupt:
+        _stop(pool, before)
+
+        raise Interrupted(
+            sum(done is not None for done in results), len(tasks)
+        ) from None
+    except BaseException:
+        _stop(pool, before)
+        raise
+
+    pool.shutdown()
 
     return [result for done in results for result in done]
+
+
+def _stop(pool, before):
+    # Cancel what has not started and end the workers (the processes started
+    # since ``before``), without waiting for their tasks.
+    pool.shutdown(wait=False, cancel_futures=True)
+    started = set(multiprocessing.active_children()) - before
+
+    for process in started:
+        process.terminate()
+
+    for process in started:
+        process.join()
 
 
 def _run_task(task, cache_dir):
@@ -222,7 +302,10 @@ def _warm_kernel(kernel, compare, origin, cache_dir):
         handle, built = rebuild(
             kernel["definition"],
             GeneratedSource(
-                kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+                kernel["source"],
+                kernel["kernel_name"],
+                kernel["launch_name"],
+                kernel.get("max_num_configs"),
             ),
             kernel["counters_delta"],
             kernel["variants"],
@@ -291,14 +374,66 @@ def _build_all(handle, record):
     return record, BUILT if record["built"] or built else CACHED, ""
 
 
+class ShadowedModuleError(ValueError):
+    """``import NAME`` of a file finds another module first (:func:`import_file`)."""
+
+
+def import_name(path):
+    """The module name a program imports the file ``path`` by, and the directory it needs on ``sys.path``.
+
+    A kernel's key holds the module and qualified names of the functions it
+    is made from, so a file loaded under any other name makes other keys
+    than a program's ``import``. The name is the file's stem, under the
+    packages (directories with an ``__init__.py``) that hold it.
+
+    :param path: ``pathlib.Path`` of a ``.py`` file.
+    :return: ``(name, root)``: ``str``, e.g. ``"my_kernels"`` or
+        ``"pkg.kernels"``, and ``pathlib.Path``, the directory above the
+        outermost package (the one ``PYTHONPATH`` names).
+    """
+
+    path = pathlib.Path(path).resolve()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    root = path.parent
+
+    while (root / "__init__.py").is_file():
+        parts.insert(0, root.name)
+        root = root.parent
+
+    return ".".join(parts), root
+
+
+def import_file(path):
+    """Import the file ``path`` as a program does: ``import NAME`` with its root on ``sys.path`` (:func:`import_name`).
+
+    :param path: ``pathlib.Path`` of a ``.py`` file.
+    :return: the module.
+    :raises ShadowedModuleError: ``import NAME`` finds another module first
+        (a module or package of the same name earlier on ``sys.path``, or
+        already imported); the message names both.
+    :raises Exception: what importing the module raises.
+    """
+
+    path = pathlib.Path(path).resolve()
+    name, root = import_name(path)
+
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+    module = importlib.import_module(name)
+    found = getattr(module, "__file__", None)
+
+    if found is None or pathlib.Path(found).resolve() != path:
+        raise ShadowedModuleError(
+            f"{path} is imported as `import {name}`, but that finds "
+            f"{found or 'a built-in module'} first; rename the file"
+        )
+
+    return module
+
+
 def _import_path(path):
-    # Importable siblings, as when the module is run as a script.
-    sys.path.insert(0, str(path.parent))
-    name = f"_ninetoothed_ascend_warm_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    import_file(path)
 
 
 def one_line(error):

@@ -1,24 +1,32 @@
 """The cache commands: record, warm, ls, info, clear, export, import, doctor, and their errors."""
 
+import contextlib
 import hashlib
 import io
 import json
 import os
+import pathlib
+import signal
+import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
 from helpers import ROOT
 
+import ninetoothed_ascend
+from ninetoothed_ascend import manifest as manifest_module
 from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.cli import main
 
 DOWNSTREAM = ROOT / "tests" / "downstream"
 
 
-SRC = ROOT / "src"
+#: The package under test, wherever it is imported from.
+PACKAGE_SRC = pathlib.Path(ninetoothed_ascend.__file__).resolve().parent.parent
 
 
 #: Recorded program: five of the fixture's operators, made and run on the CPU.
@@ -34,7 +42,7 @@ def record(cache_dir, manifest, *python_args):
 
     env = os.environ | {
         "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
-        "PYTHONPATH": f"{SRC}{os.pathsep}{DOWNSTREAM}",
+        "PYTHONPATH": f"{PACKAGE_SRC}{os.pathsep}{DOWNSTREAM}",
     }
     result = invoke(
         "record", "-o", manifest, "--", sys.executable, *python_args, env=env
@@ -130,6 +138,217 @@ def test_warm_from_a_module_path(tmp_path):
     assert [k["status"] for k in second["kernels"]] == ["cached"]
     assert first["kernels"][0]["kernel_name"] == "add"
     assert Cache(cache_dir).keys() == [first["kernels"][0]["key"]]
+
+
+MY_KERNELS = """
+import ninetoothed
+from ninetoothed import Tensor
+
+import ninetoothed_ascend
+
+
+def arrangement(x, y, BLOCK_SIZE=ninetoothed.block_size()):
+    return x.tile((BLOCK_SIZE,)), y.tile((BLOCK_SIZE,))
+
+
+def application(x, y):
+    y = x * 2  # noqa: F841
+
+
+k = ninetoothed_ascend.make(arrangement, application, (Tensor(1), Tensor(1)), kernel_name="doubled")
+"""
+
+
+def run_python(code, *args, cache_dir, path=()):
+    """Run ``python -c code args`` in a fresh process (NineToothed's counters at zero), the package under test first on its path."""
+
+    env = os.environ | {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": os.pathsep.join([str(PACKAGE_SRC), *map(str, path)]),
+    }
+
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+CLI = "import sys; from ninetoothed_ascend.cli import main; main(sys.argv[1:])"
+
+
+def test_warm_show_and_an_importing_program_share_one_key(tmp_path):
+    # ``warm FILE`` and ``show FILE:k`` loaded the file under names of their
+    # own (the module name is part of the key): three keys for one kernel,
+    # and ``ls`` listed it three times.
+    directory = tmp_path / "code"
+    directory.mkdir()
+    (directory / "my_kernels.py").write_text(MY_KERNELS)
+    cache_dir = tmp_path / "cache"
+
+    warmed = invoke(
+        "warm", directory / "my_kernels.py", "--json", "--cache-dir", cache_dir
+    )
+    program = run_python(
+        "import my_kernels; print(my_kernels.k.key)",
+        cache_dir=cache_dir,
+        path=[directory],
+    )
+    shown = run_python(
+        CLI, "show", f"{directory / 'my_kernels.py'}:k", cache_dir=cache_dir
+    )
+
+    assert warmed.exit_code == 0, warmed.output
+    assert program.returncode == 0, program.stderr
+    assert shown.returncode == 0, shown.stderr
+    (kernel,) = json.loads(warmed.output)["kernels"]
+    assert program.stdout.split() == [kernel["key"]]
+    assert (
+        f"key {kernel['key'][:12]}, as a program that runs `import my_kernels`"
+        in shown.stdout
+    )
+    listed = json.loads(invoke("ls", "--json", "--cache-dir", cache_dir).output)
+    assert [row["key"] for row in listed["kernels"]] == [kernel["key"]]
+    assert kernel["origin"].endswith("(import my_kernels)")
+
+
+def test_a_file_in_a_package_is_warmed_as_the_package_imports_it(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernels.py").write_text(MY_KERNELS)
+    cache_dir = tmp_path / "cache"
+
+    warmed = invoke("warm", package / "kernels.py", "--json", "--cache-dir", cache_dir)
+    (kernel,) = json.loads(warmed.output)["kernels"]
+    program = run_python(
+        "import pkg.kernels; print(pkg.kernels.k.key)",
+        cache_dir=cache_dir,
+        path=[tmp_path],
+    )
+
+    assert program.stdout.split() == [kernel["key"]]
+    assert kernel["origin"].endswith("(import pkg.kernels)")
+
+
+def test_show_refuses_a_file_whose_import_finds_another_module(tmp_path):
+    # ``show json.py``: ``import json`` is the standard library's.
+    (tmp_path / "json.py").write_text(MY_KERNELS)
+
+    shown = invoke("show", f"{tmp_path / 'json.py'}:k")
+
+    assert shown.exit_code == 1
+    assert "is imported as `import json`, but that finds" in shown.output
+    assert "rename the file" in shown.output
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "x = 1\n",
+            "is not an example module: it does not define kernel, inputs, launch, "
+            "reference",
+        ),
+        (
+            "import my_helpers_that_are_not_on_the_path\n",
+            "ModuleNotFoundError: No module named 'my_helpers_that_are_not_on_the_path'; "
+            "put the directory that holds it on PYTHONPATH",
+        ),
+    ],
+    ids=["not-an-example", "import-fails"],
+)
+def test_check_of_a_module_it_cannot_take_is_a_usage_error(tmp_path, text, message):
+    # Before: "check failed unexpectedly ... report the traceback".
+    (tmp_path / "my_kernels.py").write_text(text)
+
+    result = invoke("check", tmp_path / "my_kernels.py", "--no-bishengir")
+
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1
+    assert message in result.output
+    assert "traceback" not in result.output.lower()
+    assert "unexpectedly" not in result.output
+
+
+def test_warm_starts_at_most_one_worker_per_cpu_and_task(tmp_path):
+    # Before: ``-j 64`` started 64 workers for 2 kernels.
+    result = invoke(
+        "warm", EXAMPLE_PATHS["add"], "-j", "64", "--json", "--cache-dir", tmp_path
+    )
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["jobs"] == 1
+
+
+SLEEPY = """
+import os, pathlib, time
+pathlib.Path(os.environ["MARKERS"], str(os.getpid())).write_text("")
+time.sleep(120)
+"""
+
+
+def test_ctrl_c_ends_warm_with_one_line(tmp_path):
+    # Before: each worker printed its KeyboardInterrupt traceback (28 to
+    # 112 lines). A terminal's Ctrl-C sends SIGINT to the whole foreground
+    # process group: warm and its workers.
+    modules, markers = tmp_path / "modules", tmp_path / "markers"
+    modules.mkdir()
+    markers.mkdir()
+
+    for index in range(3):
+        (modules / f"sleepy_{index}.py").write_text(SLEEPY)
+
+    env = os.environ | {
+        "MARKERS": str(markers),
+        "PYTHONPATH": str(PACKAGE_SRC),
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI, "warm", "-j", "2", modules],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    started = time.monotonic()
+
+    try:
+        # Every worker is importing its module.
+        workers = min(2, len(os.sched_getaffinity(0)))
+
+        while (
+            len(list(markers.iterdir())) < workers and time.monotonic() - started < 240
+        ):
+            time.sleep(0.2)
+
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+        alive = [marker.name for marker in markers.iterdir() if _alive(marker.name)]
+    finally:
+        # Whatever happened, nothing of it is left running.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    assert process.returncode == 130
+    assert output.splitlines() == [
+        "warm interrupted after 0 of 3 tasks (their kernels are cached); run it "
+        "again to warm the rest"
+    ]
+
+    assert alive == []  # no worker left running
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+
+    return True
 
 
 def test_ls_info_and_clear(recorded, tmp_path):
@@ -427,3 +646,90 @@ def test_an_empty_cache_variable_is_unset(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert f"cache: {tmp_path / 'xdg' / 'ninetoothed-ascend'}" in result.output
     assert list(tmp_path.iterdir()) == [tmp_path / "xdg"]
+
+
+#: Three kernels: rms_norm called with its block size as a keyword, add made
+#: and never called, mul called.
+CALL_WITH_KEYWORDS = """
+import sys
+import torch
+sys.path[:0] = sys.argv[1:]
+import add, mul, rms_norm
+x = torch.randn(4, 64)
+calls = (
+    lambda: rms_norm.launch(rms_norm.kernel, x, torch.rand(64)),
+    lambda: mul.launch(mul.kernel, x, x),
+)
+for call in calls:
+    try:
+        call()
+    except Exception:  # triton-ascend's interpreter need not run them: the types are recorded
+        pass
+"""
+
+
+def record_three_kernels(tmp_path):
+    cache_dir, manifest = tmp_path / "cache", tmp_path / "m.json"
+    record(
+        cache_dir,
+        manifest,
+        "-c",
+        CALL_WITH_KEYWORDS,
+        ROOT / "examples" / "normalization",
+        ROOT / "examples" / "elementwise",
+    )
+
+    return cache_dir, manifest
+
+
+def test_record_notes_keyword_arguments(tmp_path):
+    # ``rms_norm.launch`` passes ``BLOCK_SIZE=next_power_of_2(64)``.
+    _, manifest = record_three_kernels(tmp_path)
+    kernels = {k["kernel_name"]: k for k in json.loads(manifest.read_text())["kernels"]}
+    (call,) = kernels["rms_norm"]["calls"]
+
+    assert call["kwargs"] == {"BLOCK_SIZE": {"value": 64}}
+    assert kernels["add"]["calls"] == []
+    assert "kwargs" not in kernels["mul"]["calls"][0]
+
+    args, kwargs = manifest_module.call_inputs(call)
+
+    assert kwargs == {"BLOCK_SIZE": 64}
+    assert [tuple(a.shape) for a in args if hasattr(a, "shape")] == [
+        (4, 64),
+        (1, 64),
+        (4, 64),
+    ]
+
+
+@pytest.mark.ascend
+def test_check_of_a_manifest_reports_every_kernel(tmp_path):
+    # Before: the keyword block size was not recorded (``launch_rms_norm()
+    # missing 1 required positional argument``), and one kernel without a
+    # call, or one that failed, aborted the check of every other.
+    cache_dir, manifest = record_three_kernels(tmp_path)
+    document = json.loads(manifest.read_text())
+    (mul,) = [k for k in document["kernels"] if k["kernel_name"] == "mul"]
+    mul["calls"][0]["args"][0] = {"unsupported": "ndarray"}
+    manifest.write_text(json.dumps(document))
+
+    result = invoke(
+        "check", "--manifest", manifest, "--cache-dir", cache_dir, "--no-bishengir"
+    )
+    lines = result.output.strip().splitlines()
+
+    assert result.exit_code == 1, result.output
+    assert any(
+        line.startswith("rms_norm ") and "passed ttir and ttadapter" in line
+        for line in lines
+    ), result.output
+    assert any(
+        line.startswith("add ") and "SKIPPED has no recorded call" in line
+        for line in lines
+    ), result.output
+    assert any(
+        line.startswith("mul ")
+        and "FAILED ManifestError: an argument of type ndarray was not recorded" in line
+        for line in lines
+    ), result.output
+    assert lines[-1] == "3 kernels, 1 failures, 1 skipped (no recorded call)"

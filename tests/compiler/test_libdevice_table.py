@@ -27,7 +27,6 @@ from ninetoothed_ascend.compiler.passes import (
 )
 
 
-
 def _cuda_libdevice_functions():
     module = importlib.import_module("triton.language.extra.cuda.libdevice")
 

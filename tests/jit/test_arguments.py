@@ -7,10 +7,14 @@ source on a 0-d tensor; the variants that are ours refuse these with a
 against given.
 """
 
+import dataclasses
+
 import pytest
 import torch
+from conftest import EXAMPLE_NAMES
 from helpers import shared_example
 
+from ninetoothed_ascend import examples
 from ninetoothed_ascend.jit import arguments
 
 
@@ -69,18 +73,25 @@ def test_arguments_that_match_run():
 def test_not_a_tensor_is_named():
     kernel, (x, y, _) = add((4,), (4,), (4,))
 
-    with pytest.raises(ValueError, match="must be a tensor with 1 dimensions, given"):
+    with pytest.raises(
+        TypeError, match="must be a torch.Tensor with 1 dimensions, given float"
+    ):
         kernel(x, y, 3.0)
 
 
 def test_meta_tensors_are_checked_by_shape_only():
+    # Placeholders of tensors a kernel does not read (add's, as if it read
+    # none): their shapes are checked, their data never.
     kernel = shared_example("add").kernel
     required = arguments.requirements(
         kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
     )
     launched = []
     checked = arguments.checked(
-        lambda *args: launched.append(args), required, "add", "npu"
+        lambda *args: launched.append(args),
+        dataclasses.replace(required, accessed=()),
+        "add",
+        "npu",
     )
     x, y = (torch.empty(8, device="meta") for _ in range(2))
 
@@ -90,6 +101,9 @@ def test_meta_tensors_are_checked_by_shape_only():
 
     with pytest.raises(ValueError, match="must have size 8 in dimension 0"):
         checked(x, y, torch.empty(9, device="meta"))
+
+    # add reads all three.
+    assert required.accessed == (0, 1, 2)
 
 
 def test_the_cuda_variant_keeps_ninetoothed_behaviour_unless_asked(monkeypatch):
@@ -107,14 +121,21 @@ def test_the_cuda_variant_keeps_ninetoothed_behaviour_unless_asked(monkeypatch):
     "name, ndims, equal_sizes",
     [
         ("matmul", ((0, 2), (1, 2), (2, 2)), (((0, 0), (2, 0)),)),
-        ("softmax", ((0, 2), (1, 2)), ()),
+        # A row of the input and of the output per program: a 2-D tile's
+        # index is the program id divided by the number of its own column
+        # tiles.
+        ("softmax", ((0, 2), (1, 2)), (((0, 0), (1, 0)), ((0, 1), (1, 1)))),
         ("add", ((0, 1), (1, 1), (2, 1)), (((0, 0), (1, 0), (2, 0)),)),
         # Offsets built from index variables several assignments deep, and
         # two groups in one kernel.
         (
             "paged_attention",
             ((0, 4), (1, 4), (2, 4), (3, 2), (4, 2), (6, 4)),
-            (((0, 0), (3, 0), (4, 0)),),
+            (
+                ((0, 0), (3, 0), (4, 0), (6, 0)),
+                ((0, 1), (6, 1)),
+                ((1, 2), (2, 2)),
+            ),
         ),
         (
             "topk_topp_sampling",
@@ -132,3 +153,34 @@ def test_requirements_are_read_from_the_generated_source(name, ndims, equal_size
 
     assert required.ndims == ndims
     assert required.equal_sizes == equal_sizes
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_every_example_s_own_inputs_pass_the_check(name):
+    # What the check requires is read from the source alone: the examples'
+    # own calls, of every case, contiguous or not, must all pass it.
+    module = shared_example(name)
+    kernel = module.kernel
+
+    if kernel.requirements is None:
+        pytest.skip(f"{name}'s launch is not checked (no requirements read)")
+
+    checked = arguments.checked(lambda *args: None, kernel.requirements, name, "cpu")
+
+    class Handle:
+        def __call__(self, *args, **kwargs):
+            return checked(*args, **kwargs)
+
+    for case in examples.cases(module):
+        for inputs in (
+            module.inputs("cpu", examples.dtypes(module)[0], **case),
+            examples.noncontiguous(
+                module.inputs("cpu", examples.dtypes(module)[0], **case)
+            ),
+        ):
+            try:
+                module.launch(Handle(), *inputs)
+            except (ValueError, TypeError) as error:
+                assert f"kernel `{name}`" not in str(error), str(error)
+            except Exception:  # the launch's own work on a result not computed
+                pass

@@ -72,8 +72,11 @@ class Entry:
         ``requirements`` (what it requires of its arguments, the fields of
         ``jit.arguments.Requirements`` as lists, or ``None``; absent until
         a variant whose launches are checked is built or a checked launch
-        asks for them, ``Handle.requirements``); ``None`` when unknown (then
-        the handle dispatches generically and checks nothing).
+        asks for them, ``Handle.requirements``) and ``max_num_configs``
+        (the user's, a positive ``int``; absent where not given, and the
+        NPU variant, built from it, bounds its configs by it); ``None``
+        when unknown (then the handle dispatches generically and checks
+        nothing).
     :param verified: ``True`` where NineToothed's source was generated in
         this cache from the kernel's definition, or compared with what the
         definition generates; ``False`` for an entry that came from outside
@@ -231,6 +234,11 @@ def _launch_problem(launch):
     ):
         return "tensors are not among its parameters"
 
+    limit = launch.get("max_num_configs")
+
+    if limit is not None and not (type(limit) is int and limit >= 1):
+        return "max_num_configs is not a positive integer"
+
     requirements = launch.get("requirements")
 
     if requirements is None:
@@ -243,6 +251,9 @@ def _launch_problem(launch):
         and _int_pairs(requirements.get("ndims"))
         and isinstance(requirements.get("equal_sizes"), list)
         and all(map(_int_pairs, requirements["equal_sizes"]))
+        and isinstance(requirements.get("equal_numels", []), list)
+        and all(map(_ints, requirements.get("equal_numels", [])))
+        and _ints(requirements.get("accessed", []))
     ):
         return "requirements are malformed"
 
@@ -271,6 +282,10 @@ def _launch_problem(launch):
 
 def _is_name(name):
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _ints(numbers):
+    return isinstance(numbers, list) and all(type(n) is int for n in numbers)
 
 
 def _int_pairs(pairs):

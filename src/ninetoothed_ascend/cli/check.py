@@ -15,6 +15,7 @@ from ninetoothed_ascend.cli._options import (
     selected_dtypes,
 )
 from ninetoothed_ascend.jit.handle import VariantUnavailableError
+from ninetoothed_ascend.warm import one_line
 
 
 @click.command()
@@ -121,6 +122,16 @@ def check(
     if not targets and manifest is None:
         paths = ["examples"]
 
+    try:
+        modules = [examples.load_module(path) for path in examples.find_modules(paths)]
+    except (examples.NotAnExampleError, examples.ExampleImportError) as error:
+        raise click.UsageError(
+            f"{error}; a kernel that is not an example is checked from a manifest "
+            "(`record`, then --manifest)"
+            if isinstance(error, examples.NotAnExampleError)
+            else str(error)
+        ) from None
+
     checks = [
         (
             f"{module.kernel.kernel_name} {str(dtype).removeprefix('torch.')}",
@@ -128,12 +139,17 @@ def check(
             module.launch,
             lambda m=module, d=dtype: m.inputs("cpu", d),
         )
-        for module in map(examples.load_module, examples.find_modules(paths))
+        for module in modules
         for dtype in selected_dtypes(module, dtype_names)
     ]
 
+    # Manifest kernels that cannot be checked: ``(label, "skipped" or
+    # "failed", why)``, reported with the others' results.
+    unchecked = []
+
     if keys or manifest is not None:
-        checks += _cached_checks(keys, manifest, cache_dir)
+        cached, unchecked = _cached_checks(keys, manifest, cache_dir)
+        checks += cached
 
     stage = None
 
@@ -145,18 +161,26 @@ def check(
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--arch") from error
 
-    failures = 0
+    failures = sum(status == "failed" for _, status, _ in unchecked)
     records = []
     inputs_kind = "non-contiguous" if non_contiguous else "contiguous"
 
+    for label, status, why in unchecked:
+        records.append({"kernel": label, status: why})
+
+        if not as_json:
+            click.echo(f"{label}: {status.upper()} {why}")
+
     try:
         for label, handle, launch, make_inputs in checks:
-            inputs = make_inputs()
-
-            if non_contiguous:
-                inputs = examples.noncontiguous(inputs)
-
+            # One kernel's failure, whatever it is, is its own result: the
+            # others are still checked and reported.
             try:
+                inputs = make_inputs()
+
+                if non_contiguous:
+                    inputs = examples.noncontiguous(inputs)
+
                 results = check_variant(
                     handle,
                     launch,
@@ -166,14 +190,21 @@ def check(
                     extremes=extremes,
                     bishengir=stage,
                 )
-            except (StageError, VariantUnavailableError) as error:
+            except Exception as error:
+                message = (
+                    str(error)
+                    if isinstance(error, (StageError, VariantUnavailableError))
+                    else error.format_message()
+                    if isinstance(error, click.ClickException)
+                    else one_line(error)
+                )
                 failures += 1
                 records.append(
-                    {"kernel": label, "inputs": inputs_kind, "error": str(error)}
+                    {"kernel": label, "inputs": inputs_kind, "error": message}
                 )
 
                 if not as_json:
-                    click.echo(f"{label}: FAILED {error}")
+                    click.echo(f"{label}: FAILED {message}")
 
                 continue
 
@@ -216,7 +247,8 @@ def check(
         if stage is not None:
             stage.close()
 
-    kernels = len({id(handle) for _, handle, _, _ in checks})
+    kernels = len({id(handle) for _, handle, _, _ in checks}) + len(unchecked)
+    skipped = sum(status == "skipped" for _, status, _ in unchecked)
 
     if as_json:
         click.echo(
@@ -226,6 +258,7 @@ def check(
                     "ascendnpu_ir": bishengir_module.version() if stage else None,
                     "kernels": kernels,
                     "failures": failures,
+                    "skipped": skipped,
                     "results": records,
                 },
                 indent=1,
@@ -233,9 +266,13 @@ def check(
             )
         )
     else:
-        click.echo(f"{kernels} kernels, {failures} failures")
+        click.echo(
+            f"{kernels} kernels, {failures} failures"
+            + (f", {skipped} skipped (no recorded call)" if skipped else "")
+        )
 
-    sys.exit(1 if failures else 0)
+    # Nothing checked at all (every kernel skipped) is no success either.
+    sys.exit(1 if failures or not checks else 0)
 
 
 def _config_label(config):
@@ -278,6 +315,20 @@ def _is_key(target):
 
 
 def _cached_checks(keys, manifest_path, cache_dir):
+    """The checks of cached or recorded kernels, and those that cannot be checked.
+
+    :param keys: ``list`` of ``str``, cache keys or their prefixes (none:
+        every kernel of the manifest).
+    :param manifest_path: ``str`` or ``None``.
+    :param cache_dir: as ``--cache-dir``.
+    :return: ``(checks, unchecked)``: ``list`` of ``(label, handle, launch,
+        make_inputs)`` as ``check`` runs them, and ``list`` of ``(label,
+        "skipped" or "failed", why)`` for kernels with no recorded call and
+        kernels that could not be built.
+    :raises click.ClickException: the manifest cannot be read, or a key
+        matches no kernel (or several).
+    """
+
     from ninetoothed_ascend import manifest as manifest_module
     from ninetoothed_ascend.cache import Cache
     from ninetoothed_ascend.jit import GeneratedSource, VariantMismatchError, rebuild
@@ -297,6 +348,7 @@ def _cached_checks(keys, manifest_path, cache_dir):
         for kernel in (document["kernels"] if document else ())
     }
     chosen = []
+    checks, unchecked = [], []
 
     for prefix in keys:
         try:
@@ -309,22 +361,30 @@ def _cached_checks(keys, manifest_path, cache_dir):
 
             chosen.append(matches[0])
 
-    checks = []
-
     for key in chosen or recorded:
         kernel = recorded.get(key)
         calls = kernel["calls"] if kernel else []
+        label = f"{kernel['kernel_name'] if kernel else 'kernel'} {key[:12]}"
 
-        if not calls:
-            raise click.ClickException(
-                f"kernel {key[:12]} has no recorded call to take argument types "
-                "from; pass --manifest from `record` of a program that calls it"
+        if not isinstance(calls, list) or not calls:
+            unchecked.append(
+                (
+                    label,
+                    "skipped",
+                    "has no recorded call to take argument types from; pass "
+                    "--manifest from `record` of a program that calls it",
+                )
             )
+            continue
 
         # Into the cache as every kernel from outside, verified first (a
-        # cached entry is compared with the manifest too).
+        # cached entry is compared with the manifest too). A kernel that
+        # cannot be rebuilt is its own failure; the others are still checked.
         generated = GeneratedSource(
-            kernel["source"], kernel["kernel_name"], kernel["launch_name"]
+            kernel["source"],
+            kernel["kernel_name"],
+            kernel["launch_name"],
+            kernel.get("max_num_configs"),
         )
 
         try:
@@ -337,26 +397,46 @@ def _cached_checks(keys, manifest_path, cache_dir):
                 compare=compared_variants(document),
             )
         except VariantMismatchError as error:
-            raise click.ClickException(
-                f"kernel {kernel['kernel_name']} {key[:12]}: {error}"
-            ) from None
+            unchecked.append((label, "failed", str(error)))
+            continue
+        except Exception as error:
+            unchecked.append((label, "failed", one_line(error)))
+            continue
 
         call = calls[0]
 
-        def make_inputs(call=call):
-            try:
-                return manifest_module.call_inputs(call)
-            except manifest_module.ManifestError as error:
-                raise click.ClickException(str(error)) from None
+        if not isinstance(call, dict):
+            unchecked.append((label, "failed", "its recorded call is not a record"))
+            continue
 
-        dtypes = sorted({a["dtype"] for a in call["args"] if "dtype" in a})
+        # The call's keyword arguments (a caller-given block size), made
+        # with its positional ones.
+        keywords = {}
+
+        def make_inputs(call=call, keywords=keywords):
+            args, keywords["kwargs"] = manifest_module.call_inputs(call)
+
+            return args
+
+        def launch(kernel, *inputs, keywords=keywords):
+            return kernel(*inputs, **keywords["kwargs"])
+
+        arguments = [
+            *(call.get("args") if isinstance(call.get("args"), list) else ()),
+            *(
+                call.get("kwargs") if isinstance(call.get("kwargs"), dict) else {}
+            ).values(),
+        ]
+        dtypes = sorted(
+            {str(a["dtype"]) for a in arguments if isinstance(a, dict) and "dtype" in a}
+        )
         checks.append(
             (
                 f"{handle.kernel_name} {key[:12]} {'/'.join(dtypes)}",
                 handle,
-                lambda launch, *inputs: launch(*inputs),
+                launch,
                 make_inputs,
             )
         )
 
-    return checks
+    return checks, unchecked

@@ -3,11 +3,20 @@
 import sys
 
 import click
+import torch
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.cache import default_directory
 from ninetoothed_ascend.cli._options import dtype_option, selected_dtypes
+from ninetoothed_ascend.compiler import emulation
 from ninetoothed_ascend.jit.variants import VARIANTS
+
+#: What a call with tensors on each device type runs.
+_RUNS = {
+    "cuda": "the CUDA variant (NineToothed's own source, CUDA Triton)",
+    "npu": "the NPU variant (triton-ascend)",
+    "cpu": "the CPU variant (Triton's interpreter)",
+}
 
 
 @click.command()
@@ -28,12 +37,14 @@ def demo(paths, device, dtype_names):
     pipeline applied and where the variants are cached, then runs the kernel
     through its handle on the chosen device. Exits with 1 if any result
     differs from torch's or any run fails, except the runs an example lists
-    in its ``KNOWN_FAILURES`` for that device type.
+    in its ``KNOWN_FAILURES`` for that device type (README, "Examples").
     """
 
     device = examples.best_device() if device == "auto" else device
+    _require_device(device)
     files = examples.find_modules(paths or ("examples",))
     failures = known = 0
+    ran = set()
 
     click.echo(f"cache: {default_directory()}")
     click.echo(f"device: {device} (the handle dispatches to the {device} variant)")
@@ -41,10 +52,8 @@ def demo(paths, device, dtype_names):
     for path in files:
         try:
             module = examples.load_module(path)
-        except AttributeError as error:  # not an example module
-            raise click.ClickException(
-                f"{error}; see examples/elementwise/add.py for what an example defines"
-            ) from None
+        except (examples.NotAnExampleError, examples.ExampleImportError) as error:
+            raise click.UsageError(str(error)) from None
 
         kernel = module.kernel
         click.echo(f"\n{kernel.kernel_name} ({path})")
@@ -55,6 +64,8 @@ def demo(paths, device, dtype_names):
         known_failure = getattr(module, "KNOWN_FAILURES", {}).get(device)
 
         for dtype in selected_dtypes(module, dtype_names):
+            ran.add(dtype)
+
             for case in examples.cases(module):
                 shape = "".join(f", {key}={value}" for key, value in case.items())
                 click.echo(
@@ -68,11 +79,7 @@ def demo(paths, device, dtype_names):
                     matches, verdict = False, f"FAILED: {type(error).__name__}: {error}"
                 else:
                     matches = result.matches
-                    verdict = (
-                        f"{'matches torch' if matches else 'DIFFERS from torch'} "
-                        f"(max abs error {result.max_abs_error:.3g}, "
-                        f"{result.seconds:.3f} s)"
-                    )
+                    verdict = _verdict(result)
 
                 if known_failure and not matches:
                     known += 1
@@ -85,9 +92,83 @@ def demo(paths, device, dtype_names):
 
     click.echo(
         f"\n{len(files)} kernels, {failures} mismatches, "
-        f"{known} known failures (KNOWN_FAILURES)"
+        f"{known} known failures (KNOWN_FAILURES: runs an example declares it "
+        "cannot pass yet, with the reason)"
     )
+
+    for line in _closing(device, ran):
+        click.echo(line)
+
     sys.exit(1 if failures else 0)
+
+
+def _require_device(device):
+    # Without the device, every run would fail with torch's own error.
+    if device == "cuda" and not torch.cuda.is_available():
+        raise click.UsageError(
+            "--device cuda: torch sees no CUDA GPU here; choose --device cpu (or auto)"
+        )
+
+    npu = getattr(torch, "npu", None)
+
+    if device == "npu" and (npu is None or not npu.is_available()):
+        raise click.UsageError(
+            "--device npu: "
+            + ("torch_npu is not imported" if npu is None else "torch_npu sees no NPU")
+            + " here; choose --device cpu (or auto), and check the NPU variant "
+            "with `ninetoothed-ascend check` where triton-ascend is installed"
+        )
+
+
+def _verdict(result):
+    if result.matches:
+        return (
+            f"matches torch (max abs error {result.max_abs_error:.3g}, "
+            f"{result.seconds:.3f} s)"
+        )
+
+    nonfinite = (
+        f"{result.nonfinite} NaN or infinite elements where torch's differ, "
+        if result.nonfinite
+        else ""
+    )
+
+    return (
+        f"DIFFERS from torch ({nonfinite}max abs error "
+        f"{result.max_abs_error:.3g}{' elsewhere' if nonfinite else ''}, "
+        f"{result.seconds:.3f} s)"
+    )
+
+
+def _closing(device, dtypes):
+    """The demo's last lines: what ran, against what, and what to run next."""
+
+    variant = (
+        f"the NPU variant emulated on {device} (NINETOOTHED_ASCEND_EMULATE_NPU=1)"
+        if device in ("cuda", "cpu") and emulation.emulation_requested()
+        else _RUNS[device]
+    )
+    tolerances = "; ".join(
+        f"{str(dtype).removeprefix('torch.')} {atol:g}/{rtol:g}"
+        for dtype in examples.DTYPES
+        if dtype in dtypes
+        for atol, rtol in [examples.TOLERANCES[dtype]]
+    )
+    lines = [
+        f"ran: {variant}, on {device}",
+        f"compared with torch within atol/rtol {tolerances or 'none'} (an example's "
+        "TOLERANCES may set its own)",
+    ]
+
+    if device != "npu":
+        lines.append(
+            "next: the NPU variant did not run here; check it with "
+            "`ninetoothed-ascend check` in the Ascend environment (triton-ascend "
+            "installed as triton: .venv-ascend of .ci/run), or run it emulated "
+            "with NINETOOTHED_ASCEND_EMULATE_NPU=1"
+        )
+
+    return lines
 
 
 def _describe_variant(kernel, name):

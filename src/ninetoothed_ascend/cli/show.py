@@ -1,11 +1,9 @@
 """``ninetoothed-ascend show``: what the pipelines did to one kernel, as a diff, with the passes that fired and why."""
 
 import difflib
-import importlib.util
 import inspect
 import pathlib
 import shutil
-import sys
 import textwrap
 
 import click
@@ -18,14 +16,27 @@ from ninetoothed_ascend.compiler.pipelines import (
     precision_notes,
 )
 from ninetoothed_ascend.jit.handle import Handle, VariantUnavailableError
-from ninetoothed_ascend.warm import one_line
+from ninetoothed_ascend.warm import (
+    ShadowedModuleError,
+    import_file,
+    import_name,
+    one_line,
+)
 
 
 def load_handle(kernel):
-    """Import ``kernel`` (``path.py`` or ``path.py:attribute``, default attribute ``kernel``) and return its handle.
+    """Import ``kernel`` (``path.py`` or ``path.py:attribute``, default attribute ``kernel``) and return its handle and the import it stands for.
 
+    The file is imported as a program imports it
+    (:func:`ninetoothed_ascend.warm.import_file`), so the handle has the key
+    that program's kernel has.
+
+    :return: ``(handle, name)``: the :class:`~ninetoothed_ascend.Handle` and
+        ``str``, the module name it was imported by.
     :raises click.BadParameter: the file does not exist, or the attribute is
         missing or not a :class:`~ninetoothed_ascend.Handle`.
+    :raises click.ClickException: importing the file fails, or its module
+        name finds another module.
     """
 
     path, _, attribute = kernel.partition(":")
@@ -39,13 +50,12 @@ def load_handle(kernel):
             param_hint="KERNEL",
         )
 
-    name = f"ninetoothed_ascend_show.{path.resolve().parent.name}.{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path.resolve())
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    name, _ = import_name(path)
 
     try:
-        spec.loader.exec_module(module)
+        module = import_file(path)
+    except ShadowedModuleError as error:
+        raise click.ClickException(str(error)) from None
     except Exception as error:
         raise click.ClickException(
             f"importing {path} failed: {one_line(error)}; fix the module, or run it with python "
@@ -61,7 +71,7 @@ def load_handle(kernel):
             param_hint="KERNEL",
         )
 
-    return handle
+    return handle, name
 
 
 def reason(pass_name):
@@ -175,7 +185,7 @@ def show(kernel, unified, variant, emulated, width):
     variant to its emulation (--emulated).
     """
 
-    handle = load_handle(kernel)
+    handle, module_name = load_handle(kernel)
 
     try:
         if emulated is None:
@@ -190,7 +200,11 @@ def show(kernel, unified, variant, emulated, width):
     except VariantUnavailableError as error:
         raise click.ClickException(str(error)) from error
 
-    click.echo(f"kernel {handle.kernel_name}: {old_name} -> {new_name}")
+    click.echo(
+        f"kernel {handle.kernel_name}: {old_name} -> {new_name} (key "
+        f"{handle.key[:12]}, as a program that runs `import {module_name}` first "
+        "makes it)"
+    )
     click.echo(f"passes that fired ({len(rewrites)}):")
 
     for pass_name, count in rewrites:

@@ -103,7 +103,7 @@ def record(output, command):
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Worker processes.",
+    help="Worker processes (at most one per CPU and per task).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @cache_dir_option
@@ -131,6 +131,7 @@ def warm(targets, jobs, as_json, cache_dir):
             raise click.ClickException(str(error)) from None
 
     start = time.perf_counter()
+    jobs = warm_module.workers(jobs, tasks)
 
     with tqdm.tqdm(
         total=len(tasks),
@@ -138,10 +139,20 @@ def warm(targets, jobs, as_json, cache_dir):
         desc="warming",
         file=sys.stderr,
         disable=True if as_json else None,  # None: only on a terminal
+        leave=False,
     ) as bar:
-        results = warm_module.run(
-            tasks, jobs, cache_dir, on_result=lambda done: bar.update(1)
-        )
+        try:
+            results = warm_module.run(
+                tasks, jobs, cache_dir, on_result=lambda done: bar.update(1)
+            )
+        except warm_module.Interrupted as interrupted:
+            bar.close()
+            click.echo(
+                f"warm interrupted after {interrupted.done} of {interrupted.total} "
+                "tasks (their kernels are cached); run it again to warm the rest",
+                err=True,
+            )
+            sys.exit(130)
 
     seconds = time.perf_counter() - start
     counts = {

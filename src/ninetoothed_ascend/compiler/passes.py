@@ -314,7 +314,7 @@ class Rewritten:
     analysis: object = None
 
 
-def run_pipeline(source, passes, target=None, analyse=None):
+def run_pipeline(source, passes, target=None, analyse=None, facts=None):
     """Parse ``source``, run ``passes`` (classes, in order) on it, and unparse.
 
     :param source: ``str``, a generated Triton module.
@@ -326,6 +326,10 @@ def run_pipeline(source, passes, target=None, analyse=None):
         (``ast.Module``) before any pass runs and must not change it; what
         it returns is :attr:`Rewritten.analysis`. Facts a later stage reads
         from the source are read from this parse rather than a second one.
+    :param facts: ``None``, or a ``dict`` of facts about the kernel that
+        its source does not carry (what the user gave ``make``, under the
+        key the pass that reads it documents), which the passes start
+        from (:attr:`Pass.facts`); not changed.
     :return: :class:`Rewritten`.
     :raises PipelineError: naming the pass, when one fails (no analysis is
         returned then); what ``analyse`` raises propagates.
@@ -334,6 +338,7 @@ def run_pipeline(source, passes, target=None, analyse=None):
     if target is None:
         target = Target.from_environment("npu")
 
+    facts = dict(facts or {})
     tree = ast.parse(source)
     analysis = analyse(tree) if analyse is not None else None
     rewrites = []
@@ -341,7 +346,6 @@ def run_pipeline(source, passes, target=None, analyse=None):
     # pipeline have nothing to rewrite in a given kernel, and walking the
     # whole module only to find that was most of their time.
     module = generated.GeneratedModule(tree)
-    facts = {}
 
     for pass_class in passes:
         if not pass_class.applies_to(module):

@@ -167,7 +167,8 @@ def observe(observer, on_call=None):
     ``record`` is a ``dict`` with ``definition`` (the
     :func:`~ninetoothed_ascend.jit.fingerprint.definition_digest`), ``key``,
     ``kernel_name``, ``launch_name``, ``counters_delta``, ``origin`` (``dict``
-    of ``"module:qualname"`` of the functions it was made from) and
+    of ``"module:qualname"`` of the functions it was made from),
+    ``max_num_configs`` (the option given to ``make``, or ``None``) and
     ``source`` (NineToothed's generated source, the CUDA variant), ``built``
     (generated in this call rather than loaded) and ``stored`` (``False``
     when it could not be written to the cache).
@@ -504,6 +505,7 @@ def _record(digest, key, entry, origin):
         "launch_name": entry.launch_name,
         "counters_delta": list(entry.counters_delta),
         "origin": origin,
+        "max_num_configs": (entry.launch or {}).get("max_num_configs"),
         "source": entry.variants["cuda"].source,
     }
 

@@ -94,15 +94,21 @@ def launch_facts(generated):
     :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
     :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
         ``parameters`` and ``tensors`` from :func:`launch_parameters`
-        (``None`` and ``[]`` when it cannot tell).
+        (``None`` and ``[]`` when it cannot tell), and ``max_num_configs``
+        where the user gave one.
     """
 
     parameters = launch_parameters(generated.source, generated.launch_name)
 
-    return {
+    facts = {
         "parameters": list(parameters[0]) if parameters is not None else None,
         "tensors": list(parameters[1]) if parameters is not None else [],
     }
+
+    if generated.max_num_configs is not None:
+        facts["max_num_configs"] = generated.max_num_configs
+
+    return facts
 
 
 def launch_parameters(source, launch_name):

@@ -112,9 +112,6 @@ class Handle:
 
         launch = self._launches.get(device_type) or self.launch_for(device_type)
 
-        if placeholders and device_type == "cpu":
-            args, kwargs = _materialize_placeholders(args, kwargs)
-
         return launch(*args, **kwargs) if kwargs else launch(*args)
 
     def _check_same_device_type(self, device_type, arg_device_type):
@@ -174,6 +171,11 @@ class Handle:
             launch, variant = self.emulated(device_type), "npu"
         else:
             launch, variant = self.variant(device_type), device_type
+
+            if device_type == "cpu":
+                # ``meta`` placeholders get storage after the argument check,
+                # which refuses one the kernel reads.
+                launch = _with_materialized_placeholders(launch)
 
         if arguments.requested(variant) and self.requirements is not None:
             launch = arguments.checked(
@@ -477,7 +479,10 @@ class Handle:
     def _build_missing(self, names):
         variants = self._entry.variants
         generated = GeneratedSource(
-            variants["cuda"].source, self._entry.kernel_name, self._entry.launch_name
+            variants["cuda"].source,
+            self._entry.kernel_name,
+            self._entry.launch_name,
+            (self._entry.launch or {}).get("max_num_configs"),
         )
         built = tuple(name for name in names if name not in variants)
 

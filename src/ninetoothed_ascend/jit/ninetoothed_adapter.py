@@ -180,11 +180,15 @@ class GeneratedSource:
     :param source: the generated Triton module, byte for byte.
     :param kernel_name: name of the ``triton.jit`` kernel in ``source``.
     :param launch_name: name of the launch function in ``source``.
+    :param max_num_configs: the ``max_num_configs`` given to ``make`` or
+        ``jit`` (``int``), or ``None``: the one option that bounds the
+        variants and that ``source`` does not show.
     """
 
     source: str
     kernel_name: str
     launch_name: str
+    max_num_configs: int | None = None
 
 
 def generate_source(
@@ -232,6 +236,7 @@ def generate_source(
         source=pathlib.Path(path).read_text(encoding="utf-8"),
         kernel_name=kernel_name,
         launch_name=generator.launch_func_name,
+        max_num_configs=max_num_configs,
     )
 
 

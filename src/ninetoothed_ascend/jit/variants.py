@@ -2,6 +2,7 @@
 
 from ninetoothed_ascend.cache import VARIANT_NAMES, Variant
 from ninetoothed_ascend.compiler import pipelines
+from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import MAX_NUM_CONFIGS
 from ninetoothed_ascend.compiler.passes import PipelineError, run_pipeline
 from ninetoothed_ascend.compiler.target import Target
 from ninetoothed_ascend.jit.arguments import requested, requirements_fact
@@ -25,7 +26,8 @@ def build_variant(generated, name, launch=None):
     :return: :class:`~ninetoothed_ascend.cache.Variant`. The CUDA variant is
         NineToothed's source unchanged; the others are it run through their
         pipelines (:data:`ninetoothed_ascend.compiler.pipelines.VARIANTS`),
-        for their targets here (``Target.from_environment``). A variant whose
+        for their targets here (``Target.from_environment``), within the
+        user's ``max_num_configs`` (``generated.max_num_configs``). A variant whose
         pipeline fails has ``source=None`` and an ``error`` that names the
         kernel, the variant, the pass and what to do.
     """
@@ -48,6 +50,7 @@ def build_variant(generated, name, launch=None):
             pipelines.VARIANTS[name],
             Target.from_environment(name),
             analyse,
+            {MAX_NUM_CONFIGS: generated.max_num_configs},
         )
     except PipelineError as error:
         return Variant(

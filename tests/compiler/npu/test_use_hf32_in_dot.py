@@ -12,8 +12,6 @@ from ninetoothed_ascend.compiler.passes import (
     run_pipeline,
 )
 
-
-
 KERNEL = """
 import triton
 import triton.language

@@ -69,7 +69,7 @@ def kernel(p, q, n, D: triton.language.constexpr, B: triton.language.constexpr):
     x = triton.language.load(p + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :])
     triton.language.store(q + (pid * B + triton.language.arange(0, B))[:, None] * D + triton.language.arange(0, D)[None, :], x + 1)
 
-tuned = triton.autotune(configs=[triton.Config({'B': 16}, num_warps=8), triton.Config({'B': 32}, num_warps=8)], key=['n'])(kernel)
+tuned = triton.autotune(configs=[triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)], key=['n'])(kernel)
 
 def launch(p, q):
     tuned[lambda meta: ((p.size(0) + meta['B'] - 1) // meta['B'],)](p, q, p.size(0), p.size(1))
@@ -79,8 +79,9 @@ def launch(p, q):
 def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
     monkeypatch,
 ):
-    # 12 bytes per element; 12 KB fit B x D = 1024: both of NineToothed's
-    # configs up to D = 32, only B = 16 at D = 64, halvings beyond.
+    # 12 bytes per element; 12 KB fit B x D = 1024: NineToothed's 32 up to
+    # D = 32 (its 1024 never), halvings of it beyond (B spans NineToothed's
+    # default range, so it is not bounded).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
     source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
     tree = ast.parse(source)
@@ -89,7 +90,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
         return [config["B"] for config in launch_configs(tree, {"D": d})]
 
     assert count == 1
-    assert tried(8) == tried(16) == tried(32) == [16, 32]
+    assert tried(8) == tried(16) == tried(32) == [32]
     assert tried(64) == [16]
     assert tried(100) == tried(128) == [8]
     assert tried(1024) == [1]
@@ -155,6 +156,111 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_layout_flags(
     assert tried(True) == [32, 1024, 2048, 4096]
     assert tried(False) == tried(True, s1=2) == [32, 1024]
     assert "key=['s1', 'F', 'n']" in source
+
+
+def _with_configs(source, *sizes):
+    configs = ", ".join(
+        f"triton.Config({{'B': {size}}}, num_warps=8)" for size in sizes
+    )
+
+    return source.replace(
+        "triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)",
+        configs,
+    )
+
+
+def test_fit_unified_buffer_keeps_the_user_s_block_size_bounds(monkeypatch):
+    # ``block_size(lower_bound=32, upper_bound=128)``: NineToothed's configs
+    # 32, 64 and 128. A 48 KB UB would hold 4096 (the test above), but the
+    # kernel means blocks of 32 to 128 only.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, _ = rewrite(FitUnifiedBuffer, _with_configs(AUTOTUNED, 32, 64, 128))
+
+    assert fitted_sizes(source) == [32, 64, 128]
+
+    # Bounded above only: still not extended past 128.
+    source, _ = rewrite(FitUnifiedBuffer, _with_configs(AUTOTUNED, 32, 128))
+
+    assert fitted_sizes(source) == [32, 128]
+
+
+def test_fit_unified_buffer_refuses_rather_than_go_below_a_stated_lower_bound(
+    monkeypatch,
+):
+    # 12 * 16 bytes hold B = 16, below the kernel's lower bound 64: the NPU
+    # variant is refused, naming the bound, where it used to halve to 16.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 16))
+
+    with pytest.raises(
+        RewriteError,
+        match=r"the smallest within the bounds the kernel states \(B 64\.\.256\), "
+        r"\{'B': 64\}, needs 768 bytes",
+    ) as caught:
+        rewrite(FitUnifiedBuffer, _with_configs(AUTOTUNED, 64, 128, 256))
+
+    assert "Lower the lower_bound of ninetoothed.block_size()" in caught.value.hint
+
+
+def test_fit_unified_buffer_refuses_a_launch_size_below_a_stated_lower_bound(
+    monkeypatch,
+):
+    # Bounds 16..32 (attention's BLOCK_SIZE_M): 12 KB hold B x D = 1024, so
+    # B = 16 fits up to D = 64; beyond, the launch is refused rather than
+    # run with B = 8.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
+    source, _ = rewrite(
+        FitUnifiedBuffer, _with_configs(HEAD_DIM_SIZED, 16, 32), then=KEYED
+    )
+    tree = ast.parse(source)
+
+    def tried(d):
+        return [config["B"] for config in launch_configs(tree, {"D": d})]
+
+    assert tried(32) == [16, 32]
+    assert tried(64) == [16]
+    assert tried(128) == []
+    assert "at most 64 fits" in source
+
+
+def test_fit_unified_buffer_tries_at_most_the_user_s_max_num_configs(monkeypatch):
+    # ``make(..., max_num_configs=2)``: the two largest that fit, of the
+    # eight it would choose.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, _ = rewrite(
+        FitUnifiedBuffer, AUTOTUNED, facts={ub_configs.MAX_NUM_CONFIGS: 2}
+    )
+
+    assert fitted_sizes(source) == [2048, 4096]
+
+    # Per launch, where configs are chosen per launch size and layout.
+    source, _ = rewrite(
+        FitUnifiedBuffer, STRIDED, facts={ub_configs.MAX_NUM_CONFIGS: 1}, then=KEYED
+    )
+    tree = ast.parse(source)
+
+    for strides in ({"s": 1, "t": 1}, {"s": 2, "t": 1}):
+        assert len(launch_configs(tree, strides)) == 1
+
+
+def test_fit_unified_buffer_keeps_one_of_the_user_s_num_warps_and_num_stages():
+    # ``make(..., num_warps=(4, 2), num_stages=(2, 3))``: every NPU config
+    # takes a pair the user gave (NineToothed's first).
+    source = AUTOTUNED.replace(
+        "triton.Config({'B': 32}, num_warps=8), triton.Config({'B': 1024}, num_warps=8)",
+        ", ".join(
+            f"triton.Config({{'B': {size}}}, num_warps={warps}, num_stages={stages})"
+            for size in (32, 1024)
+            for warps, stages in ((4, 2), (2, 3))
+        ),
+    )
+    source, _ = rewrite(FitUnifiedBuffer, source)
+    compiler_options = {
+        tuple(ast.literal_eval(keyword.value) for keyword in node.keywords)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Config"
+    }
+
+    assert compiler_options == {(4, 2)}
 
 
 STRIDED_HEAD_DIM = (

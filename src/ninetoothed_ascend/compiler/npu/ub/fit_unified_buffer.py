@@ -24,6 +24,19 @@ MAX_BLOCK_SIZE = 1 << 16
 #: Launch sizes smaller than this share its configs (the footprint only grows with them).
 MIN_LAUNCH_BOUND = 16
 
+#: NineToothed's default range of ``ninetoothed.block_size()``, 32 to 1024
+#: (NineToothed 0.26, ``Symbol.__init__``: ``DEFAULT_LOWER_BOUND_FOR_META_SYMBOLS
+#: = 2**5``, ``DEFAULT_UPPER_BOUND_FOR_META_SYMBOLS = 2**10``), sized for a
+#: GPU's registers. A block size whose NineToothed configs span all of it is
+#: re-sized past it for the UB; any other keeps its smallest and largest
+#: config value as bounds (those the user stated, or narrower).
+DEFAULT_BLOCK_SIZE_RANGE = (2**5, 2**10)
+
+#: The fact under which the pipeline's caller passes the ``max_num_configs``
+#: the user gave ``make``/``jit`` (``int``; absent or ``None`` when not
+#: given): the autotuner tries at most that many configs at a launch.
+MAX_NUM_CONFIGS = "max_num_configs"
+
 
 class FitUnifiedBuffer(Pass):
     """Replace each autotuner's configs by block sizes that fit the Unified Buffer.
@@ -37,15 +50,22 @@ class FitUnifiedBuffer(Pass):
     most of it unused (add's largest, 1024, uses 20 KB).
 
     Candidates: each block size takes the values it has in NineToothed's
-    configs, extended by doubling while a tile with the other block sizes at
-    their smallest still fits (up to :data:`MAX_BLOCK_SIZE`), and, only if
-    nothing fits, by halving down to 1. Every combination is measured with
+    configs. The user's bounds are part of the kernel's meaning: a block
+    size made with ``ninetoothed.block_size(lower_bound, upper_bound)``
+    keeps its values within them. Only a block size whose configs span
+    NineToothed's whole default range (:data:`DEFAULT_BLOCK_SIZE_RANGE`,
+    ``block_size()`` without bounds) is extended, by doubling while a tile
+    with the other block sizes at their smallest still fits (up to
+    :data:`MAX_BLOCK_SIZE`), and, only if nothing fits, by halving down
+    to 1. Every combination is measured with
     :func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint` (dtype unknown:
     4 bytes per element, which bounds fp16/bf16/fp32); those within
-    :attr:`Soc.ub_bytes` are kept, the :data:`MAX_CONFIGS` largest (the
-    fewest programs, hence the least per-task overhead; ties go to the more
-    square tile), sorted from small to large. ``num_warps``/``num_stages``,
-    which triton-ascend ignores, are kept as NineToothed set them.
+    :attr:`Soc.ub_bytes` are kept, the :data:`MAX_CONFIGS` largest (fewer
+    where the user's ``max_num_configs``, the fact :data:`MAX_NUM_CONFIGS`,
+    is smaller; the fewest programs, hence the least per-task overhead;
+    ties go to the more square tile), sorted from small to large.
+    ``num_warps``/``num_stages``, which triton-ascend ignores, are those of
+    NineToothed's first config (one of the user's choices).
 
     A kernel whose tiles also depend on a size known only at the launch (a
     shape constexpr, e.g. attention's head dimension ``D``) is sized for
@@ -62,7 +82,8 @@ class FitUnifiedBuffer(Pass):
     kernel whose tiles depend on a constexpr the caller passes as a block
     size is left to :class:`~ninetoothed_ascend.compiler.npu.ub.split_sub_blocks.SplitSubBlocks`.
 
-    :raises RewriteError: no candidate fits; names the smallest footprint.
+    :raises RewriteError: no candidate fits; names the smallest footprint
+        and the bounds that keep smaller blocks out.
     """
 
     TRIGGERS = ("triton.autotune",)
@@ -371,8 +392,14 @@ class FitUnifiedBuffer(Pass):
             return bytes_
 
         smallest = {name: values[name][0] for name in names}
+        # Only a block size left at NineToothed's default range is re-sized.
+        free = [
+            name
+            for name in names
+            if (values[name][0], values[name][-1]) == DEFAULT_BLOCK_SIZE_RANGE
+        ]
 
-        for name in names if extend else ():
+        for name in free if extend else ():
             while values[name][-1] < MAX_BLOCK_SIZE:
                 larger = smallest | {name: values[name][-1] * 2}
 
@@ -383,8 +410,8 @@ class FitUnifiedBuffer(Pass):
 
         fitting = _fitting(names, values, peak, budget)
 
-        while not fitting and any(values[name][0] > 1 for name in names):
-            for name in names:
+        while not fitting and any(values[name][0] > 1 for name in free):
+            for name in free:
                 if values[name][0] > 1:
                     values[name].insert(0, values[name][0] // 2)
 
@@ -392,23 +419,40 @@ class FitUnifiedBuffer(Pass):
 
         if not fitting:
             sizes = {name: values[name][0] for name in names}
+            bounded = {
+                name: (values[name][0], values[name][-1])
+                for name in names
+                if name not in free
+            }
 
             raise RewriteError(
                 f"kernel `{kernel.name}` has no block sizes that fit the "
-                f"{budget}-byte Unified Buffer: the smallest, {sizes}, needs "
-                f"{measure(sizes)} bytes by the UB model (docs/ub.md).",
-                "Tile fewer or smaller tensors per program, or set "
+                f"{budget}-byte Unified Buffer: the smallest"
+                + (
+                    f" within the bounds the kernel states ({_bounds(bounded)})"
+                    if bounded
+                    else ""
+                )
+                + f", {sizes}, needs {measure(sizes)} bytes by the UB model "
+                "(docs/ub.md).",
+                (
+                    "Lower the lower_bound of ninetoothed.block_size(), tile "
+                    if bounded
+                    else "Tile "
+                )
+                + "fewer or smaller tensors per program, or set "
                 "NINETOOTHED_ASCEND_UB_BYTES if the SoC's UB is larger.",
             )
 
         fitting.sort(
             key=lambda item: (-item[0], max(item[1].values()) / min(item[1].values()))
         )
+        limit = self.facts.get(MAX_NUM_CONFIGS) or MAX_CONFIGS
 
         return [
             sizes
             for _, sizes in sorted(
-                fitting[:MAX_CONFIGS],
+                fitting[: min(limit, MAX_CONFIGS)],
                 key=lambda item: (item[0], list(item[1].values())),
             )
         ]
@@ -425,6 +469,14 @@ def {pruner}(configs, named_args, **kwargs):
         bound *= 2
     return [configs[index] for index in {table!r}.get((bound, contiguous), ())]
 '''
+
+
+def _bounds(bounded):
+    # ``{name: (lower, upper)}`` as the user's names and ranges.
+    return ", ".join(
+        f"{name.rsplit('prefix_', 1)[-1]} {lower}..{upper}"
+        for name, (lower, upper) in bounded.items()
+    )
 
 
 def _fitting(names, values, measure, budget):
