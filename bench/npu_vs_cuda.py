@@ -2,7 +2,7 @@
 
 With ``--device cuda`` (the default) both variants are compiled by CUDA
 Triton and launched on CUDA tensors: the CUDA variant is NineToothed's
-source, the NPU variant the ``ascendify`` output (UB-fitted configs,
+source, the NPU variant the NPU pipeline's output (UB-fitted configs,
 persistent grid of ``min(tasks, cores)`` programs, sub-blocks). Each is
 autotuned over its own configs by its first call, then timed with
 ``triton.testing.do_bench`` (median, L2 flushed between repetitions).

@@ -26,6 +26,11 @@ class BindLanguageModule(Pass):
 
     Every ``triton.language.name`` becomes ``tl.name``, and
     ``import triton.language as tl`` is added.
+
+    :Constraint: the interpreter patches `triton.language` only through a
+        global bound to it, and recognizes constexpr only as `tl.constexpr`
+    :Source: triton/runtime/interpreter.py `_patch_lang`, triton/runtime/jit.py
+        `_normalize_ty`
     """
 
     def visit_Attribute(self, node):

@@ -20,9 +20,14 @@ class FixAutotuneConfig(Pass):
     becomes ``name = kernel`` and each launch ``name[grid](...)`` passes the
     chosen block sizes as keywords. An autotuner made by a module-level
     factory (``def name(): return triton.autotune(...)(kernel)``, the NPU
-    variant's :class:`~ninetoothed_ascend.ascendify.DeferAutotune`, which
+    variant's :class:`~ninetoothed_ascend.compiler.npu.defer_autotune.DeferAutotune`, which
     the CPU emulation runs) is replaced where it is made, and each launch
     ``name()[grid](...)`` likewise.
+
+    :Constraint: the autotuner needs a device benchmarker; the interpreter runs
+        the config with the largest tile
+    :Source: triton/runtime/autotuner.py (3.9): `Autotuner.run` benchmarks
+        every config with the driver's `do_bench`
     """
 
     TRIGGERS = ("triton.autotune",)

@@ -23,6 +23,12 @@ class IndexLoopBounds(Pass):
     Each ``range(...)`` argument ``a`` inside a kernel becomes
     ``ninetoothed_loop_bound(a)``, a module-level function that returns the
     scalar's value, and any other value unchanged.
+
+    :Constraint: Triton 3.6's interpreter converts loop bounds with `int()` on
+        one-element NumPy arrays, which NumPy 2 refuses ("only 0-dimensional
+        arrays can be converted")
+    :Source: seen on the GPU machine (Triton 3.6);
+        triton/runtime/interpreter.py `__index__`
     """
 
     TRIGGERS = ("range",)

@@ -16,6 +16,10 @@ class InterpretKernels(Pass):
     ``triton.jit`` chooses the interpreter only when ``TRITON_INTERPRET=1`` is
     set when the decorator runs; the CPU variant must interpret whatever the
     environment says, so it names ``InterpretedFunction`` directly.
+
+    :Constraint: `triton.jit` interprets only if `TRITON_INTERPRET=1` was set
+        at decoration
+    :Source: triton/runtime/jit.py `jit`
     """
 
     def visit_FunctionDef(self, node):

@@ -37,6 +37,12 @@ class InterpretLanguageFunctions(Pass):
     installed Triton becomes ``ninetoothed_interpreted_name(...)``, bound once
     at module level to ``interpreted(tl.name)``
     (:func:`ninetoothed_ascend.runtime.interpreted`).
+
+    :Constraint: `tl.max`, `tl.sum`, ... are `triton.jit` functions; calling
+        them from an interpreted kernel raises unless interpreted copies are
+        used; each copy puts `triton.language.core` back after its call, which
+        Triton 3.9 leaves patched (no kernel compiles afterwards)
+    :Source: triton/language/standard.py
     """
 
     TRIGGERS = _LANGUAGE_KERNELS

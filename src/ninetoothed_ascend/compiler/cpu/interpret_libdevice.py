@@ -21,6 +21,11 @@ class InterpretLibdevice(MapLibdevice):
     function of that name, for the functions whose CUDA meaning and result
     dtype are the same (:data:`CUDA_LIBDEVICE_FUNCTIONS`); any other
     libdevice call fails the CPU variant with an error naming the function.
+
+    :Constraint: the interpreter runs no libdevice function
+        ("extern_elementwise not supported in interpreter mode"); CUDA
+        libdevice calls become helpers over core `tl` and NumPy
+    :Source: triton/runtime/interpreter.py (3.9)
     """
 
     MODULES = tuple(module.rpartition(".")[0] for module in CUDA_LIBDEVICE_MODULES)

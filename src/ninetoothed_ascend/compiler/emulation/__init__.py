@@ -9,14 +9,14 @@ running the same source elsewhere: the emulation pipelines
 variant's text unchanged and map only the symbols that exist on Ascend alone,
 
 * triton-ascend's libdevice (``triton.language.extra.cann`` or
-  ``.ascend``, imported by :class:`~ninetoothed_ascend.ascendify.RemapLibdevice`):
+  ``.ascend``, imported by :class:`~ninetoothed_ascend.compiler.npu.remap_libdevice.RemapLibdevice`):
   each function becomes a module-level helper ``ninetoothed_emulated_NAME``
   with the same meaning, built from CUDA Triton's libdevice
   (``triton.language.extra.libdevice``) or core ``triton.language`` on a
   CUDA GPU, and from core ``triton.language`` or NumPy on the CPU, where
   Triton's interpreter cannot call libdevice at all;
 * ``input_precision="hf32"`` in ``dot`` (from
-  :class:`~ninetoothed_ascend.ascendify.UseHf32InDot`): ``"tf32"`` on a CUDA
+  :class:`~ninetoothed_ascend.compiler.npu.use_hf32_in_dot.UseHf32InDot`): ``"tf32"`` on a CUDA
   GPU, ``"ieee"`` on the CPU;
 
 and, for the CPU, run the CPU variant's pipeline

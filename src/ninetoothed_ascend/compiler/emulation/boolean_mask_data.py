@@ -17,11 +17,14 @@ class BooleanMaskData(MaskPass):
     test_without_boolean_mask_data_the_interpreter_refuses_the_npu_mask``).
     NineToothed's masks start with ``True &``, which hides this; the NPU
     variant's start with a scalar comparison once
-    :class:`~ninetoothed_ascend.ascendify.FoldTrueMask` and
-    :class:`~ninetoothed_ascend.ascendify.ScalarizeTileLowerBounds` have run.
+    :class:`~ninetoothed_ascend.compiler.npu.fold_true_mask.FoldTrueMask` and
+    :class:`~ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds.ScalarizeTileLowerBounds` have run.
 
     Each ``mask=m`` becomes ``mask=m != 0``: the same predicate, computed as
     booleans. Interpreter only; it is not part of the CUDA emulation.
+
+    :Rewrites: `mask=m` → `mask=m != 0`: the interpreter keeps scalar
+        comparisons' operand dtype and refuses the resulting `int32` mask
     """
 
     def rewrite_mask(self, mask):

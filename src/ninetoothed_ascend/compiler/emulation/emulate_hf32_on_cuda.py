@@ -9,7 +9,9 @@ class EmulateHf32OnCuda(EmulateHf32):
     Constraint: hf32 exists only on Ascend (CUDA Triton 3.9 allows ``tf32``,
     ``tf32x3`` and ``ieee``). tf32, fp32 operands rounded to a 10-bit
     mantissa and accumulated in fp32, is the nearest CUDA mode to hf32 and
-    the one :class:`~ninetoothed_ascend.ascendify.UseHf32InDot` replaced.
+    the one :class:`~ninetoothed_ascend.compiler.npu.use_hf32_in_dot.UseHf32InDot` replaced.
+
+    :Rewrites: `hf32` → `tf32`
     """
 
     PRECISION = "tf32"

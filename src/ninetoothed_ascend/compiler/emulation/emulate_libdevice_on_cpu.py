@@ -17,6 +17,8 @@ class EmulateLibdeviceOnCpu(MapLibdevice):
     ``fma``, ...), else a Python function that computes it with NumPy in
     fp64 on the interpreter's arrays
     (:func:`~ninetoothed_ascend.runtime.numpy_elementwise`).
+
+    :Rewrites: triton-ascend's libdevice → core `tl` / NumPy
     """
 
     MODULES = ASCEND_LIBDEVICE_MODULES

@@ -8,7 +8,7 @@ class EmulateLibdeviceOnCuda(MapLibdevice):
     """Map triton-ascend's libdevice to CUDA Triton's libdevice and core ``triton.language``.
 
     Constraint: the NPU variant imports ``triton.language.extra.cann`` or
-    ``.ascend`` (:class:`~ninetoothed_ascend.ascendify.RemapLibdevice`),
+    ``.ascend`` (:class:`~ninetoothed_ascend.compiler.npu.remap_libdevice.RemapLibdevice`),
     which exist only in triton-ascend. Each call ``libdevice.NAME(...)``
     becomes ``ninetoothed_emulated_NAME(...)``, a ``triton.jit`` helper that
     computes the CUDA expression of the function's portable meaning
@@ -17,6 +17,8 @@ class EmulateLibdeviceOnCuda(MapLibdevice):
     libdevice fp32 and fp64 ones only), cast back to the arguments' dtype.
     The Ascend import is removed and ``from triton.language.extra import
     libdevice`` added under a name of its own.
+
+    :Rewrites: triton-ascend's libdevice → CUDA libdevice or core `tl`
     """
 
     MODULES = ASCEND_LIBDEVICE_MODULES

@@ -20,6 +20,8 @@ class RejectAscendOnly(Pass):
     or an ``hf32`` precision still present means an NPU pass emits something
     this module does not know how to emulate: the emulation stops and names
     it instead of running something else.
+
+    :Rewrites: fails on any Ascend-only symbol left
     """
 
     def visit_Attribute(self, node):

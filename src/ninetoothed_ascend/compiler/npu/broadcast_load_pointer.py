@@ -65,6 +65,16 @@ class BroadcastLoadPointer(Pass):
     block (an assignment with an ``arange`` or a ``load``) is left alone:
     its axes are not read from the source, and a wrong guess could load
     lanes outside the mask.
+
+    :Constraint: Triton 3.2's `load` (triton-ascend 3.2.0) broadcasts only the
+        mask to the pointer's shape, so a mask spanning an axis the pointer
+        block lacks fails the frontend ("Cannot broadcast ..."); `tl.broadcast`
+        of the pointer crashes `triton-adapter-opt` ("strides must not be
+        zero")
+    :Source: measured:
+        `tests/check/test_compile_check.py::test_mask_larger_than_pointer_fails_without_broadcast_load_pointer`
+    :Rewrites: the load becomes a `triton.jit` helper that loads under the mask
+        reduced over the missing axes, then `where(mask, block, other)`
     """
 
     def run(self, tree, module=None):

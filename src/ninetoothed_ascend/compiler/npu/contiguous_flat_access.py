@@ -94,6 +94,31 @@ class ContiguousFlatAccess(Pass):
     strides, leaving out those that are 0 for every integer (``x % 1``, and
     names assigned once to such an expression), and leaves out a digit's
     bounds (``D + offsets < s_k``, ``>= 0``) only where those offsets are 0.
+
+    :Constraint: `triton-adapter-opt` lowers an address that is not affine in
+        `arange` to a scalar loop (`DiscreteMemAccess`), and BiShengIR gives
+        each element a 32-byte UB block; NineToothed's `flatten`/`ravel`
+        address a tile through the digits of the flat index (`L // (s1 * s2) *
+        t0 + L % (s1 * s2) // s2 * t1 + ...`), a gather even for a contiguous
+        tensor
+    :Source: measured, docs/ascend.md, "BiShengIR without an NPU";
+        `bench/discrete_access.py`, docs/benchmarks.md;
+        `tests/compiler/npu/test_contiguous_flat_access.py`
+    :Rewrites: the summands that are proven digits of one `L` (evaluated on
+        every index of every size tuple in {1, 2, 3}; divisors any integer
+        arithmetic of sizes, such as `s - 1 + 1`), each plus per-program
+        offsets free of `arange` (pooling outputs add `pid % 1`), become `L *
+        t_inner + offsets * strides if FLAG else <them>` (offsets 0 for every
+        integer, `x % 1`, left out), and the mask's digit bounds (`D < s_k`, `D
+        >= 0`, checked against the digit's size), implied by its `L < s0 * s1 *
+        ...`, are left out under `FLAG`; `FLAG` is a new constexpr parameter
+        the launch function sets to `ninetoothed_ascend_collapses(sizes,
+        strides)`, so a collapsible and a strided call compile as two
+        specializations; a store's `FLAG` also asks for a unit stride on its
+        tile's innermost axis (conv2d's NCHW output, an `(N * P * Q, K)` tile
+        whose filters step `P * Q`: as a DMA, 2 of 8 fp16 configs of batch 1
+        reached `hivmc`, as the scalar store 8 of 8; `TransposeStridedTiles`
+        stores it transposed)
     """
 
     def run(self, tree, module=None):

@@ -23,6 +23,13 @@ class DeferAutotune(Pass):
 
     and every use of ``name`` becomes ``name()``. The autotuner is created once,
     at the first launch, with the same configs and key.
+
+    :Constraint: Triton 3.2's `triton.autotune` asks the driver for a
+        benchmarker at import ("0 active drivers" without an NPU)
+    :Source: measured;
+        `test_cuda_variant_cannot_even_be_imported_without_an_npu_driver`
+    :Rewrites: `name = triton.autotune(...)(kernel)` becomes a
+        `functools.cache` factory called at launch
     """
 
     TRIGGERS = ("triton.autotune",)

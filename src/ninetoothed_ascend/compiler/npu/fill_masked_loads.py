@@ -19,6 +19,11 @@ class FillMaskedLoads(Pass):
     element type (``semantic.load`` in Triton 3.2), so the integer literal
     ``0`` becomes an exact zero of every element type, integer, boolean and
     floating point alike.
+
+    :Constraint: masked loads need a fill value
+    :Source: measured, docs/ascend.md, "NineToothed 0.26's output on
+        triton-ascend 3.2.0"
+    :Rewrites: `other=None` becomes `other=0`
     """
 
     def visit_Call(self, node):

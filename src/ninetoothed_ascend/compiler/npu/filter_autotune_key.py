@@ -43,6 +43,18 @@ class FilterAutotuneKey(Pass):
     :class:`~ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer.FitUnifiedBuffer` and
     before :class:`~ninetoothed_ascend.compiler.npu.defer_autotune.DeferAutotune`, which moves
     the ``triton.autotune`` call into a factory.
+
+    :Constraint: triton-ascend's tiling autotuner binds each key to one of 12
+        axes ("Number of parameters exceeds the number of available axes");
+        NineToothed keys on every size and stride
+    :Source: docs/ascend.md, "Autotuning";
+        `tests/compiler/npu/test_filter_autotune_key.py` (four 4-D tensors: 32
+        keys)
+    :Rewrites: `key=[...]` keeps sizes only (classified by the launch's
+        `t.size(i)` / `t.stride(i)` arguments), the launch sizes, innermost
+        strides and layout flags `FitUnifiedBuffer` sized its configs by first
+        (the fact it leaves), then grid-deciding sizes, then those divided by a
+        block size, at most 12
     """
 
     TRIGGERS = ("triton.autotune",)

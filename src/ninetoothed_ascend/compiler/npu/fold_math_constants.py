@@ -37,6 +37,13 @@ class FoldMathConstants(Pass):
     least one ``math`` reference, is evaluated here, in Python's double
     precision as the frontend would, and becomes a literal. ``math`` is
     matched through the module's imports, not by its name.
+
+    :Constraint: Triton 3.2's frontend makes `math.pi` a constexpr and
+        `math.sqrt` of it raises "`__index__` returned non-int (type float)"
+    :Source: reproduced: `tests/compiler/npu/test_import_standard_modules.py`
+        (compile check with the import, without the fold)
+    :Rewrites: each maximal expression of numbers, `math` constants and `math`
+        calls becomes its value (Python double, as the frontend computes)
     """
 
     TRIGGERS = ("math",)

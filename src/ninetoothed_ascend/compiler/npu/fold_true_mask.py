@@ -18,6 +18,13 @@ class FoldTrueMask(MaskPass):
     Only ``mask=`` arguments of ``triton.language.load``/``store`` are folded:
     there the operands are boolean, so ``True & m`` equals ``m``. Elsewhere
     ``True & n`` is ``n & 1`` for an integer ``n`` and is left alone.
+
+    :Constraint: Triton 3.2's frontend in triton-ascend fails on `True &
+        tensor` in a mask (`'bool' object has no attribute 'type'`)
+    :Source: measured, docs/ascend.md, "NineToothed 0.26's output on
+        triton-ascend 3.2.0";
+        `tests/check/test_compile_check.py::test_without_fold_true_mask_the_frontend_fails`
+    :Rewrites: `True & m` in `load`/`store` masks becomes `m`
     """
 
     def rewrite_mask(self, mask):

@@ -32,6 +32,20 @@ class GroupMaskTerms(MaskPass):
     ``[:, None]``-style subscripts; a term with none is a scalar. Terms with
     the same axes are combined first, in their original order; then the
     groups, fewest axes first.
+
+    :Constraint: BiShengIR gives every vector operation its own UB buffer, and
+        combines a mask in the order written; NineToothed's row and column
+        bound checks come interleaved, so every `&` after the first column term
+        is a whole-tile `vand`: conv2d's 64 x 32 load, 59 whole-tile
+        `arith.andi`, 544 UB allocations, `hivm-plan-memory` not done in 300 s
+    :Source: measured with `bishengir-compile` (ascendnpu-ir 1.2.0),
+        docs/benchmarks.md "BiShengIR compile time";
+        `tests/compiler/npu/test_group_mask_terms.py`,
+        `tests/check/test_compile_check.py::test_conv2d_mask_has_few_whole_tile_ands`
+    :Rewrites: a mask's `&` chain becomes: distinct terms grouped by the tile
+        axes they vary along (read from `arange` and its `[:, None]`
+        subscripts), each group combined in its original order, groups fewest
+        axes first (scalars, rows, columns); exact (`&` on booleans)
     """
 
     def rewrite_mask(self, mask):

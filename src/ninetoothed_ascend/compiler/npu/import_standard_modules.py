@@ -27,6 +27,14 @@ class ImportStandardModules(Pass):
     (``sys.stdlib_module_names``). Nothing else is guessed: a third-party
     name stays unbound and fails as before. What is read and bound is
     :attr:`~ninetoothed_ascend.compiler.generated.GeneratedModule.unbound_names`.
+
+    :Constraint: NineToothed 0.26 keeps an application's `math.sqrt(...)` in
+        the kernel but imports only `triton`; the frontend fails on the unbound
+        `math`
+    :Source: reproduced: `tests/compiler/npu/test_import_standard_modules.py`
+        (compile check without the pass)
+    :Rewrites: `import m` for each standard-library module read but bound
+        nowhere in the module (`sys.stdlib_module_names`, not a builtin)
     """
 
     def visit_Module(self, node):

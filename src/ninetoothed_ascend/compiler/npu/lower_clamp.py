@@ -19,6 +19,10 @@ class LowerClamp(Pass):
     ``propagate_nan=ALL`` a NaN in ``x`` survives both steps; with the default
     ``NONE`` both steps ignore it exactly as ``clamp`` does. ``x`` is evaluated
     once, as before.
+
+    :Constraint: `clamp` as `minimum(maximum(...))`, NaN semantics kept
+    :Source: triton-ascend docs/Python_API.md
+    :Rewrites: `clamp(x, lo, hi)`
     """
 
     TRIGGERS = ("triton.language.clamp",)

@@ -41,6 +41,18 @@ class LowerFloat64(LoadWrapperPass):
     Precision: results of kernels on fp64 tensors, or that ask for fp64
     intermediates, are fp32-accurate (about 7 significant digits, range
     about 1e-38 to 3e38), not fp64-accurate.
+
+    :Constraint: Ascend vector units have no fp64; triton-ascend 3.2's `cast`
+        refuses fp64 ("[fp8, fp64] is unsupported on Ascend for now")
+    :Source: triton-ascend `triton_patch/language/semantic.py` (`cast`); op
+        support table `docs/sources/python-api/outline.md` (no fp64 column);
+        `op_dtype_config.py` (PR #2313);
+        `tests/compiler/npu/test_lower_float64.py`
+    :Rewrites: `tl.float64` in kernels becomes `tl.float32`; every load is
+        wrapped in a `triton.jit` function that demotes fp64 blocks to fp32 (an
+        `if` on the dtype, folded; nothing emitted for other dtypes). fp64
+        tensors stay fp64 in memory. **Precision: fp64 kernels compute with
+        fp32 accuracy (about 7 digits, range about 1e±38)**
     """
 
     WRAPPER = DEMOTE

@@ -21,6 +21,13 @@ class MergeDuplicateConfigs(Pass):
     The first config of each group stays, in order; a config that is not a
     ``triton.Config(...)`` call is kept as written. Measured with
     ``bench/npu_configs.py``.
+
+    :Constraint: triton-ascend ignores `num_warps` and `num_stages`, so configs
+        differing only in them are one NPU compile (a BiShengIR run of seconds)
+        paid again
+    :Source: triton-ascend autotune guide; docs/ascend.md, "Autotuning";
+        `bench/npu_configs.py`
+    :Rewrites: keeps the first `triton.Config` of each set of meta-parameters
     """
 
     TRIGGERS = ("triton.autotune",)

@@ -61,6 +61,13 @@ class PersistentGrid(Pass):
     :raises RewriteError: a launch's grid is not one-dimensional, uses a
         value the launch does not pass to the kernel, or the kernel does not
         read ``tl.program_id(0)`` into a variable at its top level.
+
+    :Constraint: coreDim must not exceed 65535, and programs beyond the cores
+        run in batches
+    :Source: triton-ascend migration and performance guides; docs/ub.md
+    :Rewrites: `min(tasks, cores)` programs loop over tasks (vector cores, AI
+        cores with `tl.dot`); a launch with no task launches nothing (0
+        programs is no valid coreDim)
     """
 
     # Each program loops over its tasks.

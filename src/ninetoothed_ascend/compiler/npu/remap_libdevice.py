@@ -66,6 +66,21 @@ class RemapLibdevice(Pass):
     or, generated where no triton-ascend is installed, from the first of
     :data:`ASCEND_LIBDEVICE_MODULES` that exists where the variant is
     imported; with none, the import raises an ``ImportError`` naming them.
+
+    :Constraint: triton-ascend's libdevice is its own, smaller module
+        (`triton.language.extra.ascend` in 3.2.0, `.cann` later); 3.2's
+        `atan2(a, b)` computes `atan2(b, a)`, its `fmod` and `div_rz` are
+        `static_assert(False)`
+    :Source: triton-ascend 3.2 `language/extra/ascend/libdevice.py`;
+        docs/ascend.md, "libdevice";
+        `tests/compiler/npu/test_remap_libdevice.py` (every mapped function
+        compile-checked)
+    :Rewrites: every libdevice call by the table `LIBDEVICE` (all 197 functions
+        of CUDA Triton 3.9's libdevice, all 56 of triton-ascend 3.2's): an
+        Ascend libdevice function, a core `tl` function, a `triton.jit`
+        composite added to the module, or a `RewriteError` naming the function;
+        triton-ascend's libdevice is imported, detected at import, only where
+        used
     """
 
     TRIGGERS = CUDA_LIBDEVICE_CALLS

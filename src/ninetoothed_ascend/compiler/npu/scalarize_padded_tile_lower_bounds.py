@@ -42,6 +42,15 @@ class ScalarizePaddedTileLowerBounds(MaskPass):
     the sum of a product and ``arange(0, N)`` (either order of either
     operation); the factor of the product that equals the guard's ``M`` is
     ``M``, the other is ``index``.
+
+    :Constraint: the same `triton-adapter-opt` 3.2.0 lower-bound crash, on
+        tiles padded to a power of two: `index * M + arange(0, N) >= 0` with `N
+        = next_power_of_2(M)`
+    :Source: bisected here;
+        `tests/reproducers/adapter_padded_lower_bound_crash.py`,
+        `tests/compiler/npu/test_scalarize_padded_tile_lower_bounds.py`
+    :Rewrites: that term becomes `index >= 0` when the same `&` chain holds the
+        padding guard `arange(0, N) < M`, which makes it exact
     """
 
     def rewrite_mask(self, mask):

@@ -22,6 +22,14 @@ class ScalarizeTileLowerBounds(MaskPass):
     when ``index >= 0``. The scalar condition broadcasts to the same mask.
     Matched by structure: the sum of a product and ``arange(0, C)`` (either
     order of either operation), with the same ``C`` in both places.
+
+    :Constraint: `triton-adapter-opt` 3.2.0 corrupts its heap (segfault,
+        "double free") when a runtime lower bound `index * C + arange(0, C) >=
+        0` sits inside a nested `&` in a mask
+    :Source: bisected here under valgrind;
+        `tests/reproducers/adapter_lower_bound_crash.py`,
+        `test_adapter_lower_bound_crash_and_its_cure`
+    :Rewrites: that term becomes the exact `index >= 0`
     """
 
     def rewrite_mask(self, mask):

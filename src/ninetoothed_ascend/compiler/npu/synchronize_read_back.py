@@ -42,6 +42,23 @@ class SynchronizeReadBack(Pass):
     single assignments. It runs before :class:`PersistentGrid`: one program
     of NineToothed's grid is one task, and the tasks a persistent program
     loops over touch disjoint tiles.
+
+    :Constraint: a program that stores to a tensor and loads from it afterwards
+        (an application assigning a statistic to a parameter, then reading it)
+        must synchronize between the two: Triton guarantees nothing about
+        reading back through global memory without a barrier, and a
+        same-address global-memory round trip inside one Ascend vector kernel
+        is a hazard too
+    :Source: triton-lang/triton#11872 (`tl.debug_barrier()` for global
+        read-back), #9887; hw-native-sys/PTOAS#730; triton-ascend
+        `docs/zh/triton_api/Compiler_Hint_Ops/debug_barrier.md` (A2/A3);
+        measured on an H100, docs/verification.md "Read-back after a store";
+        `tests/compiler/npu/test_synchronize_read_back.py`
+    :Rewrites: `tl.debug_barrier()` after a `tl.store` whose tensor (the kernel
+        parameter its pointer reaches through `+` and single assignments) a
+        `tl.load` reads afterwards in program order: later in the block, after
+        the block, or anywhere in an enclosing loop (the next iteration);
+        before `PersistentGrid`, whose tasks touch disjoint tiles
     """
 
     def visit_FunctionDef(self, node):

@@ -134,6 +134,47 @@ class TransposeStridedTiles(Pass):
     form taken by batch 1 too (one iteration) made ``triton-adapter-opt``
     crash nondeterministically on the batch-1 launch (about 1 compile in
     10, reverted in 63f9a56); this form does not reach batch 1's compile.
+
+    :Constraint: BiShengIR plans a 2-D DMA whose innermost axis has a runtime
+        stride at about 96 B of UB per element (fp16); a reduction over any
+        `dim` written as operator libraries write it (`dim` moved last, the
+        other dims flattened into rows) makes that the tile of every reduction
+        over a dim other than the last; a store of such a tile (conv2d's NCHW
+        output, filters stepping `P * Q`; of batch >= 2, rows collapsing only
+        within an image) is otherwise a scalar loop (`ContiguousFlatAccess`'s
+        store rule)
+    :Source: measured with ascendnpu-ir 1.2.0: flat_sum_dim, dim 0 of a
+        contiguous `(512, 64)`, 16 x 512 tile: 786,432 B (fp16) / 524,800 B
+        (fp32), UB overflows; transposed 98,432 B / 114,816 B;
+        `bench/discrete_access.py`; conv2d batch 1, every config: the store 2
+        `DiscreteMemAccess` → one DMA, `hivmc` in 10 of 10 configs in fp16 and
+        fp32 (the plain DMA 2 and 5 of 10), +6 B (fp16) / +4 B (fp32) planned
+        UB per output element over the scalar store; batch 2, one DMA per
+        image: 1 `DiscreteMemAccess`, the same planned UB, `triton-adapter-opt`
+        crashed in 0 of 840 compiles of batch >= 2 launches (`--repeat`; the
+        loop taken by batch 1 too, 4df01ab: 12 of 120);
+        `bench/conv2d_store.py`; docs/benchmarks.md;
+        `tests/compiler/npu/test_transpose_strided_tiles.py`
+    :Rewrites: a `tl.load` whose address is one flattened row group `L * t if
+        FLAG else <digits>` (`ContiguousFlatAccess`) along the outer axis plus
+        one column term `C * s` along the innermost (every `arange` indexed
+        2-D, no tile-valued names) becomes `tl.trans(tl.load(<FLAG's path, [:,
+        None] and [None, :] swapped>)) if T else <the load>`; `T` a new
+        constexpr the launch sets to `FLAG and t == 1 and s != 1`; a `tl.store`
+        of the same address form and a 2-D tile value becomes `tl.store(<FLAG's
+        path, swapped>, tl.trans(value.to(<the output's type>))) if T else <the
+        store>`, `T` set to `C and t == 1 and s != 1`, `C` the store flag's
+        collapse test without its unit-stride test; where the rows' general
+        path is one digit group `L // D * t0 + <inner digits>` with no
+        per-program offsets, that expression statement becomes `if S: V =
+        tl.trans(value.to(<the output's type>)); for n in range(F // D, (F + B
+        - 1) // D + 1): tl.store(<FLAG's path with rows (L - n * D) * t + n *
+        t0, swapped>, V, mask=<its mask> & (L >= n * D) & (L < (n + 1) * D))
+        else: <the choice above>`, `S` a new constexpr set to `collapses(<inner
+        digits>) and not C and t == 1 and s != 1` (conv2d's NCHW output of
+        batch >= 2: one transposed DMA per image a tile reaches; the loop never
+        reaches a launch whose rows collapse whole, whose `ttadapter` output
+        stays byte-identical; the UB model takes the `else`)
     """
 
     # The per-image store is a loop over the images a tile reaches.

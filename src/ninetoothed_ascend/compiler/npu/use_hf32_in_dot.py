@@ -46,6 +46,21 @@ class UseHf32InDot(Pass):
       frontend folds, the name being a constexpr. Found by the kernel's
       assignments, not by names: a name also bound to anything else (a
       parameter, an expression) is left alone.
+
+    :Constraint: triton-ascend allows `input_precision` "ieee" and "hf32" only,
+        asserts on "tf32"/"tf32x3"/`allow_tf32=True`, and accepts "hf32" only
+        for fp32 × fp32 = fp32 ("input_precision = 'hf32' must be used with f32
+        * f32 = f32 on Ascend")
+    :Source: triton-ascend 3.2 `triton_patch/language/core.py`, `semantic.py`
+        (`dot`), `backends/ascend/compiler.py`;
+        `tests/compiler/npu/test_use_hf32_in_dot.py`
+    :Rewrites: "tf32" and `allow_tf32=True` become `"hf32" if` both operands
+        (and `out_dtype`) are fp32 `else "ieee"`, nested conditionals the
+        frontend folds, operands bound to names first; "tf32x3" becomes "ieee"
+        (fp32 accuracy, its intent); a precision held in a name that the kernel
+        binds only to string literals, one a tf32 mode (`p: constexpr = "tf32"`
+        / `"ieee"` in the branches of an `if`), gets `(<the above> if p ==
+        "tf32" else "ieee" if p == "tf32x3" else p)`
     """
 
     TRIGGERS = ("triton.language.dot",)

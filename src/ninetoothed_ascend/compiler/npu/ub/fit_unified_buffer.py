@@ -84,6 +84,14 @@ class FitUnifiedBuffer(Pass):
 
     :raises RewriteError: no candidate fits; names the smallest footprint
         and the bounds that keep smaller blocks out.
+
+    :Constraint: a program's tiles must fit the UB (192 KB on A2; "ub overflow"
+        otherwise); NineToothed's configs are sized for a GPU's registers
+    :Source: triton-ascend migration guide; docs/ascend.md, "Unified Buffer"
+    :Rewrites: autotune configs are chosen by the UB model (docs/ub.md), within
+        the block-size bounds the kernel states and its `max_num_configs`; for
+        tiles sized at the launch (a head dimension), per power of two of that
+        size, pruned at the launch
     """
 
     TRIGGERS = ("triton.autotune",)

@@ -96,6 +96,18 @@ class SplitSubBlocks(Pass):
     A kernel it does not apply to keeps its body, and its launch refuses a
     block of more than ``S`` lanes with an error that names the limit
     (docs/ub.md lists what cannot be split).
+
+    :Constraint: the same limit for a block the caller sizes (one row per
+        program)
+    :Source: triton-ascend guides (`BLOCK_SIZE_SUB`); docs/ub.md
+    :Rewrites: above the largest fitting power of two `S`, a loop over `S`-lane
+        sub-blocks, reductions in fp32 multi-pass form; a kernel whose tiles
+        several caller-given block sizes size gets, in its launch, a call to
+        `runtime.refuse_overflow`, which evaluates the UB model for the
+        launch's constexprs and specialized integers (once per distinct set)
+        and raises `UnifiedBufferOverflowError` with the bytes before anything
+        compiles (flat_sum_dim over the last dim of `(64, 4096)`: 786,432 B by
+        the model; BiShengIR: 524,288 B needed in fp16, UB overflow)
     """
 
     # The loops over sub-blocks.
