@@ -49,7 +49,7 @@ import torch
 
 from ninetoothed_ascend.cache import write_atomically
 from ninetoothed_ascend.jit import observe
-from ninetoothed_ascend.jit.fingerprint import environment
+from ninetoothed_ascend.jit.environment import environment
 
 FORMAT = "ninetoothed-ascend-manifest"
 VERSION = 1
@@ -77,7 +77,7 @@ class ManifestError(ValueError):
 
 
 def environment_description():
-    """Return :func:`~ninetoothed_ascend.jit.fingerprint.environment` as a ``dict``."""
+    """Return :func:`~ninetoothed_ascend.jit.environment.environment` as a ``dict``."""
 
     return dict(environment())
 

@@ -30,7 +30,7 @@ def note(directory, digest, installation):
 
     :param directory: ``pathlib.Path``, the cache's ``environments/``.
     :param digest: ``str``, sha256 hex (``jit.fingerprint.environment_digest``).
-    :param installation: ``str`` (``jit.fingerprint.installation``).
+    :param installation: ``str`` (``jit.environment.installation``).
     :raises ValueError: ``digest`` is not a sha256 hex digest.
     """
 

@@ -18,13 +18,11 @@ from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: s
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.cache.entry import text_digest
 from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
+from ninetoothed_ascend.jit.environment import Memos, device_properties, installation
 from ninetoothed_ascend.jit.fingerprint import (
-    Memos,
     definition_digest,
-    device_properties,
     environment_digest,
     environment_key,
-    installation,
 )
 from ninetoothed_ascend.jit.handle import (
     Handle,
