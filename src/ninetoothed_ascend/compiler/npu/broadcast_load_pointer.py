@@ -67,6 +67,9 @@ class BroadcastLoadPointer(Pass):
     lanes outside the mask.
     """
 
+    # Its helper reduces the mask with ``max``.
+    INTRODUCES = ("triton.language.max",)
+
     def run(self, tree, module=None):
         self._helpers = set()
         self._block_names = set()
