@@ -37,8 +37,12 @@ from ninetoothed_ascend.compiler.npu.group_mask_terms import GroupMaskTerms
 from ninetoothed_ascend.compiler.npu.import_standard_modules import (
     ImportStandardModules,
 )
+from ninetoothed_ascend.compiler.npu.keep_loop_carried_dtype import (
+    KeepLoopCarriedDtype,
+)
 from ninetoothed_ascend.compiler.npu.lower_clamp import LowerClamp
 from ninetoothed_ascend.compiler.npu.lower_float64 import LowerFloat64
+from ninetoothed_ascend.compiler.npu.lower_integer_power import LowerIntegerPower
 from ninetoothed_ascend.compiler.npu.merge_duplicate_configs import (
     MergeDuplicateConfigs,
 )
@@ -49,6 +53,9 @@ from ninetoothed_ascend.compiler.npu.scalarize_padded_tile_lower_bounds import (
 )
 from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
     ScalarizeTileLowerBounds,
+)
+from ninetoothed_ascend.compiler.npu.sort_with_bitonic_network import (
+    SortWithBitonicNetwork,
 )
 from ninetoothed_ascend.compiler.npu.synchronize_read_back import SynchronizeReadBack
 from ninetoothed_ascend.compiler.npu.transpose_strided_tiles import (
@@ -70,6 +77,9 @@ NPU = (
     GroupMaskTerms,
     FillMaskedLoads,
     LowerClamp,
+    LowerIntegerPower,
+    KeepLoopCarriedDtype,
+    SortWithBitonicNetwork,
     UseHf32InDot,
     RemapLibdevice,
     LowerFloat64,

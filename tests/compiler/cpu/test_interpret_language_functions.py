@@ -24,3 +24,23 @@ def test_interpret_language_functions_only_for_jit_functions():
         in source
     )
     assert count == 2
+
+
+def test_interpret_language_functions_of_the_standard_module():
+    """``triton.language.standard.sort``, which the NPU variant calls for 32- and 64-bit integers."""
+
+    source, count = rewrite(
+        InterpretLanguageFunctions,
+        """
+        import triton
+        import triton.language as tl
+        y = triton.language.standard.sort(x, None, False)
+        """,
+    )
+
+    assert (
+        "ninetoothed_interpreted_standard_sort = "
+        "ninetoothed_ascend_interpreted(tl.standard.sort)"
+    ) in source
+    assert "y = ninetoothed_interpreted_standard_sort(x, None, False)" in source
+    assert count == 1

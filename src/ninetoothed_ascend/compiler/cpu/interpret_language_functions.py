@@ -14,10 +14,13 @@ from ninetoothed_ascend.compiler.syntax import (
 )
 
 #: The dotted names of the ``triton.language`` functions that are
-#: ``triton.jit`` functions in the installed Triton (``tl.max``, ``tl.sum``, ...).
+#: ``triton.jit`` functions in the installed Triton (``tl.max``, ``tl.sum``,
+#: ...), and of those of ``triton.language.standard`` (the NPU variant calls
+#: ``triton.language.standard.sort``: ``SortWithBitonicNetwork``).
 _LANGUAGE_KERNELS = frozenset(
-    f"triton.language.{name}"
-    for name, value in vars(triton.language).items()
+    f"{module.__name__}.{name}"
+    for module in (triton.language, triton.language.standard)
+    for name, value in vars(module).items()
     if isinstance(value, triton.runtime.JITFunction)
 )
 
@@ -53,15 +56,16 @@ class InterpretLanguageFunctions(Pass):
         name = self.resolve(node.func)
 
         if name in self.TRIGGERS:
-            function_name = name.removeprefix("triton.language.")
-            self.interpreted.add(function_name)
+            path = name.removeprefix("triton.language.")
+            function_name = path.replace(".", "_")
+            self.interpreted[function_name] = path
             node.func = ast.Name(f"ninetoothed_interpreted_{function_name}", ast.Load())
             self.rewrote()
 
         return node
 
     def run(self, tree, module=None):
-        self.interpreted = set()
+        self.interpreted = {}
 
         return super().run(tree, module)
 
@@ -79,9 +83,9 @@ class InterpretLanguageFunctions(Pass):
                 *(
                     ast.parse(
                         f"ninetoothed_interpreted_{name} = "
-                        f"ninetoothed_ascend_interpreted(tl.{name})"
+                        f"ninetoothed_ascend_interpreted(tl.{path})"
                     ).body[0]
-                    for name in sorted(self.interpreted)
+                    for name, path in sorted(self.interpreted.items())
                 ),
             ],
         )

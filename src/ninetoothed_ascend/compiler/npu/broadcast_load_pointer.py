@@ -77,6 +77,9 @@ class BroadcastLoadPointer(Pass):
         reduced over the missing axes, then `where(mask, block, other)`
     """
 
+    # Its helper reduces the mask with ``max``.
+    INTRODUCES = ("triton.language.max",)
+
     def run(self, tree, module=None):
         self._helpers = set()
         self._block_names = set()

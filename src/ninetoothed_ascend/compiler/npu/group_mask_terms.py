@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.passes import MaskPass
 from ninetoothed_ascend.compiler.syntax import same, walk
+from ninetoothed_ascend.compiler.traced_tensors import TracedTensors
 
 
 class GroupMaskTerms(MaskPass):
@@ -33,6 +34,24 @@ class GroupMaskTerms(MaskPass):
     the same axes are combined first, in their original order; then the
     groups, fewest axes first.
 
+    Triton 3.2's frontend in triton-ascend traces ``a & b`` as
+    ``b.__rand__(a)`` where ``a`` is not a tensor, and its ``and_`` then
+    fails on the Python bool ``a`` (``'bool' object has no attribute
+    'type'``: triton-ascend 3.2.0 ``triton_patch/language/semantic.py``,
+    ``and_``, reads ``input.type`` first); ``tensor & bool`` is fine. A
+    term of literals, constexprs and integer parameters is such a bool in
+    the launches that specialize those integers to constants (an integer
+    argument equal to 1, so any size-1 dimension): ntops' reductions along
+    a dim with a size-1 output dimension begin a scalar group with
+    ``0 < (size - (B - 1) - 1 + B - 1) // B + 1``. So the chain starts with
+    a term that is a tensor in every launch
+    (:class:`~ninetoothed_ascend.compiler.traced_tensors.TracedTensors`):
+    the first such scalar term leads its group; where no scalar term is
+    one, the scalar terms follow the first term of the next group (which
+    holds an ``arange``); terms with no name (``0 < 1``) go last. Every
+    ``&`` of the chain then has a tensor on its left
+    (``tests/compiler/npu/test_group_mask_terms.py``, level 1 and 2).
+
     :Constraint: BiShengIR gives every vector operation its own UB buffer, and
         combines a mask in the order written; NineToothed's row and column
         bound checks come interleaved, so every `&` after the first column term
@@ -47,6 +66,23 @@ class GroupMaskTerms(MaskPass):
         subscripts), each group combined in its original order, groups fewest
         axes first (scalars, rows, columns); exact (`&` on booleans)
     """
+
+    def run(self, tree, module=None):
+        # A mask outside any function (a module of tests) is read against
+        # the module's assignments.
+        self._scope, self._tensors = tree, None
+
+        return super().run(tree, module)
+
+    def visit_FunctionDef(self, node):
+        # Masks are read against the kernel they are in: which names hold
+        # tensors is a fact of its assignments, found at its first mask.
+        enclosing = self._scope, self._tensors
+        self._scope, self._tensors = node, None
+        self.generic_visit(node)
+        self._scope, self._tensors = enclosing
+
+        return node
 
     def rewrite_mask(self, mask):
         # Each term once, where it first occurs, as the last of its copies
@@ -80,9 +116,11 @@ class GroupMaskTerms(MaskPass):
         # FoldTrueMask): they go last, where they are a tensor's operand.
         constants = [term for term in terms if not _names(term)]
         groups = [
-            [term for term in by_axes[axes] if _names(term)]
+            group
             for axes in sorted(by_axes, key=lambda axes: sum(axes))
+            if (group := [term for term in by_axes[axes] if _names(term)])
         ]
+        groups = self._tensor_first(groups)
         grouped = _and([_and(group) for group in (*groups, constants) if group])
 
         # An unchanged mask has the same term objects under the same ``&``
@@ -93,6 +131,27 @@ class GroupMaskTerms(MaskPass):
         self.rewrote()
 
         return ast.copy_location(grouped, mask)
+
+    def _tensor_first(self, groups):
+        # The groups, the first of them led by a term that is a tensor in
+        # every launch, where one is: only scalar terms may not be one (a
+        # term along a tile axis holds an ``arange``).
+        if self._tensors is None:
+            self._tensors = TracedTensors(self._scope, self.aliases)
+
+        tensors = self._tensors
+        first = groups[0] if groups else []
+        lead = next((term for term in first if tensors.holds(term)), None)
+
+        if lead is not None:
+            return [[lead, *(term for term in first if term is not lead)], *groups[1:]]
+
+        if len(groups) > 1:
+            row, *rest = groups[1]
+
+            return [[row, *first, *rest], *groups[2:]]
+
+        return groups
 
 
 def _names(node):

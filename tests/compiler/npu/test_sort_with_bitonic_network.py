@@ -1,0 +1,138 @@
+"""SortWithBitonicNetwork: on small modules (level 1), through BiShengIR (level 3), emulated on the CPU (level 4)."""
+
+import ninetoothed.language as ntl
+import pytest
+import torch
+import triton
+from helpers import rewrite
+from ninetoothed import Symbol, Tensor
+
+import ninetoothed_ascend
+from ninetoothed_ascend.compiler.npu.sort_with_bitonic_network import (
+    SORT,
+    SortWithBitonicNetwork,
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    (
+        ("tl.sort(x)", f"{SORT}(x, None, False)"),
+        ("tl.sort(x, 1)", f"{SORT}(x, 1, False)"),
+        ("tl.sort(x, dim=1, descending=True)", f"{SORT}(x, 1, True)"),
+        ("triton.language.sort(x, None, d)", f"{SORT}(x, None, d)"),
+        ("tl.sort(x, descending=d)", f"{SORT}(x, None, d)"),
+    ),
+)
+def test_sort_with_bitonic_network_calls_the_helper(call, expected):
+    source, count = rewrite(
+        SortWithBitonicNetwork,
+        f"import triton\nimport triton.language as tl\ny = {call}\n",
+    )
+
+    assert source.splitlines()[-1] == f"y = {expected}"
+    assert count == 1
+    assert "return triton.language.standard.sort(x, dim, descending)" in source
+
+
+def test_sort_with_bitonic_network_leaves_other_sorts():
+    source, count = rewrite(
+        SortWithBitonicNetwork,
+        "import triton\nimport triton.language as tl\ny = sorted(x) + x.sort()\n",
+    )
+
+    assert count == 0
+    assert SORT not in source
+
+
+BLOCK_SIZE = Symbol("BLOCK_SIZE", constexpr=True)
+
+
+def _sort():
+    """Each row sorted in one tile, as ``examples/sampling/sort.py``; rows of a power-of-two length, no padding."""
+
+    def arrangement(input, output, BLOCK_SIZE=BLOCK_SIZE):
+        return input.tile((1, BLOCK_SIZE)), output.tile((1, BLOCK_SIZE))
+
+    def application(input, output):
+        output = ntl.sort(input, 1)  # noqa: F841
+
+    return ninetoothed_ascend.make(
+        arrangement, application, (Tensor(2), Tensor(2)), kernel_name="sort_rows"
+    )
+
+
+def _launch(kernel, input):
+    output = torch.empty_like(input)
+    kernel(input, output, BLOCK_SIZE=triton.next_power_of_2(input.shape[-1]))
+
+    return output
+
+
+def _input(dtype):
+    generator = torch.Generator().manual_seed(0)
+
+    return (torch.randn((5, 64), generator=generator) * 1000).to(dtype)
+
+
+#: The dtypes the helper sorts with triton-ascend's ``tt.sort`` (BiShengIR's
+#: vsort), and those it sorts with Triton's bitonic network.
+VSORT = (torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.int16)
+NETWORK = (torch.int32, torch.int64)
+
+
+@pytest.mark.parametrize("dtype", (*VSORT, *NETWORK))
+def test_rows_sort_emulated_on_the_cpu(dtype):
+    """Level 4: the NPU variant on Triton's interpreter (the network for 32- and 64-bit integers) against torch."""
+
+    kernel = _sort()
+    input = _input(dtype)
+
+    output = _launch(kernel.emulated("cpu"), input)
+
+    assert ("SortWithBitonicNetwork", 1) in kernel.rewrites("npu")
+    torch.testing.assert_close(output, torch.sort(input, -1).values, rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def stage():
+    from ninetoothed_ascend.check import bishengir
+    from ninetoothed_ascend.check.compile_check import BiShengIRStage
+
+    if bishengir.missing():
+        pytest.fail(bishengir.missing())
+
+    with BiShengIRStage(timeout=120) as stage:
+        yield stage
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("dtype", (*VSORT, *NETWORK))
+def test_rows_sort_reaches_hivmc(dtype, stage):
+    """Level 3: every dtype reaches BiShengIR's external hivmc step (ascendnpu-ir 1.2.0, Ascend910B1)."""
+
+    from ninetoothed_ascend.check.compile_check import check_variant
+
+    results = check_variant(_sort(), _launch, _input(dtype), bishengir=stage)
+
+    assert results
+    assert all(result.bishengir.outcome == "hivmc" for result in results), [
+        result.bishengir.message for result in results
+    ]
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("dtype", NETWORK)
+def test_without_the_pass_vsort_refuses_wide_integers(dtype, stage, monkeypatch):
+    from ninetoothed_ascend.check.compile_check import check_variant
+    from ninetoothed_ascend.compiler import pipelines
+
+    pipeline = tuple(
+        step for step in pipelines.NPU if step is not SortWithBitonicNetwork
+    )
+    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
+
+    (result,) = check_variant(_sort(), _launch, _input(dtype), bishengir=stage)
+
+    assert result.bishengir.outcome == "error"
+    assert "hivm.hir.vsort" in result.bishengir.message
