@@ -16,7 +16,7 @@ from lowered_kernels import (
 )
 
 from ninetoothed_ascend.check.lowered import faults, launch, lowering, tools
-from ninetoothed_ascend.compile_check import compile_stages
+from ninetoothed_ascend.check.compile_check import compile_stages
 
 pytestmark = pytest.mark.ascend
 
