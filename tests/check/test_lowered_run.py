@@ -15,8 +15,8 @@ from lowered_kernels import (
     unmasked_store,
 )
 
-from ninetoothed_ascend.check.lowered import faults, launch, lowering, tools
 from ninetoothed_ascend.check.compile_check import compile_stages
+from ninetoothed_ascend.check.lowered import faults, launch, lowering, tools
 
 pytestmark = pytest.mark.ascend
 
