@@ -15,7 +15,6 @@ land in the tensors as a launch's would. The autotuner is not run: one config
 per launch (``config``, an index into the configs the autotuner would try).
 """
 
-import contextlib
 import dataclasses
 import time
 
@@ -125,7 +124,7 @@ class LoweredLaunch:
         runner = _Runner(self, kernel, config, constants, lowered, runtime, tensors)
 
         try:
-            with _replaced_kernel(module, self.handle, runner):
+            with compile_check.replaced_kernel(module, self.handle, runner):
                 getattr(module, self.handle.launch_name)(*args, **kwargs)
         finally:
             # A run that faulted is recorded too, with the seconds it took.
@@ -201,21 +200,6 @@ class _Runner:
                 return f"tensor argument {index} of the launch ({name})"
 
         return f"a tensor the launch function made ({name})"
-
-
-@contextlib.contextmanager
-def _replaced_kernel(module, handle, replacement):
-    # NineToothed launches ``<kernel>_with_auto_tuning`` when it autotunes
-    # (as compile_check's recorder replaces it).
-    autotuned = f"{handle.kernel_name}_with_auto_tuning"
-    name = autotuned if autotuned in vars(module) else handle.kernel_name
-    saved = vars(module)[name]
-    vars(module)[name] = replacement
-
-    try:
-        yield
-    finally:
-        vars(module)[name] = saved
 
 
 def run_linalg(linalg, grid, arguments, *, kernel_name, directory=None, timeout=None):
