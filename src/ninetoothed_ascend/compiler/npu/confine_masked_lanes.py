@@ -5,6 +5,7 @@ import ast
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
     clone,
+    find,
     keyword,
     statements,
     summands,
@@ -76,7 +77,9 @@ class ConfineMaskedLanes(Pass):
         self._parameters = {argument.arg for argument in node.args.args}
         self._values = _single_assignments(node)
         self._tiles = {"any": set(), "loaded": set()}
+        self._holding = {}
         self._find_tiles(node)
+        self._holding = {}
         self.generic_visit(node)
         self._flags = None
 
@@ -114,6 +117,8 @@ class ConfineMaskedLanes(Pass):
 
         node.args[0] = ast.BinOp(base, ast.Add(), confined)
         self.rewrote()
+        # Nodes the rewrite dropped may lend their ids to new ones.
+        self._holding = {}
 
         return node
 
@@ -190,6 +195,17 @@ class ConfineMaskedLanes(Pass):
         return False
 
     def _holds_tile(self, node):
+        # Asked of many nodes of one expression, and of the same nodes
+        # again; the answer is kept for this run of the pass.
+        key = id(node)
+        known = self._holding.get(key)
+
+        if known is None:
+            known = self._holding[key] = self._find_tile(node)
+
+        return known
+
+    def _find_tile(self, node):
         return any(
             (self.is_call_to(inner, "triton.language.arange") and not _one_lane(inner))
             or self._is_block_load(inner)
@@ -207,29 +223,45 @@ class ConfineMaskedLanes(Pass):
     def _find_tiles(self, kernel):
         # Names assigned a tile ("any") and those assigned a block loaded
         # along the tile ("loaded"), to a fixed point over the assignments.
-        assignments = [
+        # Only names a masked load's pointer reads matter, and those their
+        # assignments read: the other assignments (most of a kernel's text)
+        # are not looked at.
+        relevant = {
+            node.id
+            for call in find(kernel, ast.Call)
+            if self.is_call_to(call, "triton.language.load")
+            and call.args
+            and keyword(call, "mask") is not None
+            for node in find(call.args[0], ast.Name)
+        }
+        assignments = []
+        pending = [
             statement
             for statement in statements(kernel)
             if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
             and statement.value is not None
         ]
+        grew = True
+
+        while grew:
+            grew = False
+
+            for statement in list(pending):
+                if _targets(statement) & relevant:
+                    pending.remove(statement)
+                    assignments.append(statement)
+                    relevant |= {node.id for node in find(statement.value, ast.Name)}
+                    grew = True
+
         changed = True
 
         while changed:
             changed = False
+            # What holds a tile grows with the names found so far.
+            self._holding = {}
 
             for statement in assignments:
-                targets = (
-                    statement.targets
-                    if isinstance(statement, ast.Assign)
-                    else [statement.target]
-                )
-                names = {
-                    name.id
-                    for target in targets
-                    for name in walk(target)
-                    if isinstance(name, ast.Name)
-                }
+                names = _targets(statement)
                 kinds = []
 
                 if self._holds_tile(statement.value):
@@ -249,6 +281,15 @@ class ConfineMaskedLanes(Pass):
                     if not names <= self._tiles[kind]:
                         self._tiles[kind] |= names
                         changed = True
+
+
+def _targets(statement):
+    # The names an assignment statement binds.
+    targets = (
+        statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    )
+
+    return {name.id for target in targets for name in find(target, ast.Name)}
 
 
 def _one_lane(arange):
