@@ -118,13 +118,13 @@ def main():
     arguments = parser.parse_args()
     bishengir = None
 
-    if arguments.without:
-        without(arguments)
-
-        return
-
     if arguments.bishengir:
         from ninetoothed_ascend.check import bishengir
+
+    if arguments.without:
+        without(arguments, bishengir)
+
+        return
 
     print(
         f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}"
@@ -238,8 +238,8 @@ class _Built:
         return self._source
 
 
-def without(arguments):
-    """The ``--without PASS`` table: ``DiscreteMemAccess`` and ``memref.copy`` per case, without the pass and with it."""
+def without(arguments, bishengir=None):
+    """The ``--without PASS`` table: ``DiscreteMemAccess``, scalar loops and ``memref.copy`` per case, without the pass and with it; with ``bishengir``, BiShengIR's planned UB bytes of the first config (and its outcome where not ``hivmc``)."""
 
     removed = pipelines.PASSES[arguments.without]
     passes = tuple(step for step in pipelines.NPU if step is not removed)
@@ -251,8 +251,9 @@ def without(arguments):
     print(
         "| example | case | dtype | layout | DiscreteMemAccess before | after "
         "| scalar loops before | after | memref.copy before | after |"
+        + (" UB B before | after |" if bishengir else "")
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- " * (12 if bishengir else 10) + "|")
 
     for path in examples.find_modules(arguments.paths):
         module = examples.load_module(path)
@@ -299,6 +300,7 @@ def without(arguments):
                                 linalg.count("{ExtractedLoadOrStore"),
                                 linalg.count("memref.copy"),
                             )
+                            + ((_planned(bishengir, linalg),) if bishengir else ())
                         )
 
                     cells = " | ".join(
@@ -308,6 +310,13 @@ def without(arguments):
                         f"| {path.stem} | {_case(case)} | {dtype_name} | {layout} | {cells} |",
                         flush=True,
                     )
+
+
+def _planned(bishengir, linalg):
+    result = bishengir.compile_linalg(linalg, memory_report=True, timeout=600)
+    planned = "—" if result.planned_ub_bytes is None else str(result.planned_ub_bytes)
+
+    return planned if result.outcome == "hivmc" else f"{planned} ({result.outcome})"
 
 
 def _case(case):

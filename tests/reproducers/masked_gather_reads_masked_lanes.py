@@ -26,9 +26,8 @@ mask ``offs < n`` (n = 30) turns off::
     %... = memref.load %reinterpret_cast...[%c0] : memref<1xf32, strided<[1], offset: ?>>
 
 Expected: no access to ``x`` outside its 30 elements. ``masked_gather_confined``
-(the workaround: the offset selected under the mask, ``tl.where(mask,
-offset, 0)``, so a masked-out lane reads ``x[0]``) runs without a fault and
-stores the same values.
+(the workaround: the offset times the mask, 0 on a masked-out lane, which
+then reads ``x[0]``) runs without a fault and stores the same values.
 
 Run ``python tests/reproducers/masked_gather_reads_masked_lanes.py`` in an
 environment with triton-ascend, ascendnpu-ir and LLVM 19's MLIR tools (Debian:
@@ -59,7 +58,7 @@ def masked_gather(x_ptr, out_ptr, n, cols, row_stride, BLOCK: tl.constexpr):
 def masked_gather_confined(x_ptr, out_ptr, n, cols, row_stride, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    offset = tl.where(mask, (offs // cols) * row_stride + offs % cols, 0)
+    offset = ((offs // cols) * row_stride + offs % cols) * mask
     x = tl.load(x_ptr + offset, mask=mask, other=0.0)
     tl.store(out_ptr + offs, x, mask=mask)
 

@@ -44,6 +44,7 @@ def _loads(source):
 
 
 def test_a_masked_gather_load_reads_offset_zero_on_its_masked_out_lanes():
+    # The offset times the mask: 0 where the mask is off.
     source, count = rewrite(
         ConfineMaskedLanes,
         _kernel(
@@ -54,7 +55,7 @@ def test_a_masked_gather_load_reads_offset_zero_on_its_masked_out_lanes():
     assert count == 1
     (load,) = _loads(source)
     assert ast.unparse(load.args[0]) == (
-        "x_pointer + triton.language.where(offs < n, offs // c * s + offs % c, 0)"
+        "x_pointer + (offs // c * s + offs % c) * (offs < n)"
     )
     assert ast.unparse(load.keywords[0].value) == "offs < n"
 
@@ -99,7 +100,7 @@ def test_an_index_tensor_is_a_gather_and_a_per_program_index_is_not():
     )
 
     assert count == 1
-    assert "x_pointer + triton.language.where(offs < n, index * s, 0)" in source
+    assert "x_pointer + index * s * (offs < n)" in source
     assert "x_pointer + (entry * s + offs)" in source
 
 
@@ -115,7 +116,7 @@ def test_the_pointer_may_come_through_a_name_assigned_once():
     )
 
     assert count == 1
-    assert "pointers + triton.language.where(offs < n, offs % c, 0)" in source
+    assert "pointers + offs % c * (offs < n)" in source
 
 
 def test_a_layout_flag_confines_only_the_gather_branch_with_its_mask():
@@ -134,7 +135,7 @@ def test_a_layout_flag_confines_only_the_gather_branch_with_its_mask():
     (load,) = _loads(source)
     assert ast.unparse(load.args[0]) == (
         "x_pointer + (c * s + offs * s if FLAG else "
-        "triton.language.where((offs < n) & (offs // c < s), c * s + offs // c * s + offs % c, 0))"
+        "(c * s + offs // c * s + offs % c) * ((offs < n) & (offs // c < s)))"
     )
 
 
@@ -149,7 +150,7 @@ def test_a_flag_in_an_and_of_the_mask_is_decided_in_place():
     )
 
     assert (
-        "x_pointer + (offs if FLAG else triton.language.where((c < n) & (offs % c < s), offs % c, 0))"
+        "x_pointer + (offs if FLAG else offs % c * ((c < n) & (offs % c < s)))"
         in source
     )
 
@@ -161,7 +162,7 @@ def test_two_tiles_multiplied_are_a_gather():
     )
 
     assert count == 1
-    assert "triton.language.where(offs < n, offs * offs, 0)" in source
+    assert "x_pointer + offs * offs * (offs < n)" in source
 
 
 def test_runs_after_the_layout_passes_and_before_the_unified_buffer_and_broadcast():

@@ -14,7 +14,7 @@ from ninetoothed_ascend.compiler.syntax import (
 
 
 class ConfineMaskedLanes(Pass):
-    """Rewrite ``load(p + offset, mask=m, ...)``, where ``offset`` is a gather, into ``load(p + where(m, offset, 0), mask=m, ...)``.
+    """Rewrite ``load(p + offset, mask=m, ...)``, where ``offset`` is a gather, into ``load(p + offset * m, mask=m, ...)``.
 
     Constraint: triton-ascend issues the memory access of every lane of a
     masked load, masked-out lanes included, and the mask only selects the
@@ -35,16 +35,32 @@ class ConfineMaskedLanes(Pass):
     is instead folded into the extent that ``triton-adapter-opt`` copies, so
     its masked-out lanes are not read (``tests/check/lowered_kernels.py``).
 
-    Rewrite: the offset of a masked gather load becomes
-    ``where(m, offset, 0)``: a masked-out lane reads the tensor's first
+    Rewrite: the offset of a masked gather load becomes ``offset * m``
+    (the boolean mask as 0 or 1): a masked-out lane reads the tensor's first
     element (the pointer the kernel was passed, ``p``), and its value is
     discarded by the mask as before; masked-in lanes address what they did.
-    The access stays what it was, a gather (``where`` of a gather is not
-    affine either), so no affine access turns into a scalar loop; an
-    affine load is left alone, as are stores (``triton-adapter-opt`` guards
+    The access stays a gather (a product with the mask is not affine
+    either), so no affine access turns into a scalar loop; an affine load
+    is left alone, as are stores. A product, not ``where(m, offset, 0)``:
+    ``triton-adapter-opt`` computes a gather's offset lane by lane inside
+    its scalar loop when the offset is arithmetic on ``arange`` (the
+    product too: one multiplication by the lane's mask, read from the mask
+    block the load needs anyway), but computes a ``where`` of it as whole
+    blocks before the loop, five more ``i32`` blocks in the UB (measured on
+    ``tests/reproducers/masked_gather_reads_masked_lanes.py``; conv2d fp16,
+    first config: BiShengIR planned 36,448 B of UB before the pass,
+    62,560 B with ``where``). (``triton-adapter-opt`` guards
     each lane of a masked gather store, ``scf.if``, and writes nothing for a
     masked-out one). A tensor with no element has no valid lane to point
     at; a launch over one reads nothing only where its grid is empty.
+    One cost, measured (``bench/discrete_access.py --without
+    ConfineMaskedLanes``, docs/verification.md): a gather along one axis
+    whose other axis is affine is lowered by ``triton-adapter-opt`` to a
+    loop over the gathered rows, each row a copy of the whole tile's width
+    whatever the mask (conv2d's weight when its filters do not collapse:
+    rows of ``(c, r, s)`` digits, each a strided copy of the tile's filter
+    lanes, which read past the weight's end); confined, both axes go
+    element by element.
 
     Matched by structure: in a ``load`` with a ``mask``, the pointer is a
     chain of ``+`` with exactly one summand that names a kernel parameter
@@ -150,15 +166,7 @@ class ConfineMaskedLanes(Pass):
         if not self._gathers(offset):
             return None
 
-        return ast.Call(
-            ast.Attribute(
-                ast.Attribute(ast.Name("triton", ast.Load()), "language", ast.Load()),
-                "where",
-                ast.Load(),
-            ),
-            [clone(mask), offset, ast.Constant(0)],
-            [],
-        )
+        return ast.BinOp(offset, ast.Mult(), clone(mask))
 
     def _is_flag(self, test):
         return isinstance(test, ast.Name) and test.id in self._flags
