@@ -44,12 +44,16 @@ class ConfineMaskedLanes(Pass):
     is left alone, as are stores. A product, not ``where(m, offset, 0)``:
     ``triton-adapter-opt`` computes a gather's offset lane by lane inside
     its scalar loop when the offset is arithmetic on ``arange`` (the
-    product too: one multiplication by the lane's mask, read from the mask
-    block the load needs anyway), but computes a ``where`` of it as whole
+    product too: one multiplication by the lane's mask, a ``tensor.extract``
+    from the mask block the load needs anyway, which ``triton-adapter-opt``
+    marks as one more ``DiscreteMemAccess`` op in the same loop), but computes a ``where`` of it as whole
     blocks before the loop, five more ``i32`` blocks in the UB (measured on
     ``tests/reproducers/masked_gather_reads_masked_lanes.py``; conv2d fp16,
     first config: BiShengIR planned 36,448 B of UB before the pass,
-    62,560 B with ``where``). (``triton-adapter-opt`` guards
+    62,560 B with ``where``, 57,472 B with the product; strided inputs
+    65,152 B before, 73,536 B with the product; ``bench/discrete_access.py
+    examples/vision/conv2d.py --without ConfineMaskedLanes --bishengir``).
+    (``triton-adapter-opt`` guards
     each lane of a masked gather store, ``scf.if``, and writes nothing for a
     masked-out one). A tensor with no element has no valid lane to point
     at; a launch over one reads nothing only where its grid is empty.
