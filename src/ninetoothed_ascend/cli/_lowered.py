@@ -119,6 +119,11 @@ def run_recorded(checks, layout, config, directory, timeout, as_json):
             VariantUnavailableError,
         ) as error:
             outcome, detail = "error", str(error)
+        except Exception as error:
+            # Anything else a kernel's launch raises (a recorded call whose
+            # arguments its launch function does not take, for one) is that
+            # kernel's error, not the end of the run.
+            outcome, detail = "error", f"{type(error).__name__}: {error}"
         else:
             differing = sorted(
                 {name for record in runner.records for name in record.differing or ()}
