@@ -23,7 +23,20 @@ config's block sizes), with BiShengIR's outcome where it is not ``hivmc``
 ``before`` is compiled only where it differs from ``after`` (a flag the
 launch sets ``True``); elsewhere the row repeats ``after``.
 
+With ``--without PASS``, ``before`` is instead the NPU variant built by the
+NPU pipeline without that pass (flags as the launch decides, in both), only
+examples whose NPU variant the pass changes are compiled, each with its
+inputs as made and strided (``examples.noncontiguous``), and the table adds
+the scalar loops (``scf.for`` marked ``ExtractedLoadOrStore``: one per axis
+an access runs element by element) and the ``memref.copy`` ops (the affine
+loads and stores, and each row of a gather along rows only) of each. The
+``DiscreteMemAccess`` count is per operation, not per access: a gather whose
+offsets are computed as a block before the loop (a ``where`` of them) has
+one more, the ``tensor.extract`` of each offset. A pass that turns no affine
+access into a scalar one leaves the loops and the copies as they were.
+
     python bench/discrete_access.py [PATHS] [--dtypes float16 float32] [--bishengir] [--configs all|ends] [--contiguous]
+    python bench/discrete_access.py examples --without ConfineMaskedLanes [--dtypes ...]
 """
 
 import argparse
@@ -36,12 +49,17 @@ import pathlib
 import torch
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.check import compile_check
+from ninetoothed_ascend.compiler import pipelines
 from ninetoothed_ascend.compiler.npu import (
     contiguous_flat_access,
     transpose_strided_tiles,
 )
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import kernel_configs
+from ninetoothed_ascend.compiler.passes import run_pipeline
+from ninetoothed_ascend.compiler.target import Target
+from ninetoothed_ascend.jit.handle import import_variant
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "flatten"
 
@@ -92,11 +110,21 @@ def main():
         action="store_true",
         help="only the cases whose input tensors are all contiguous",
     )
+    parser.add_argument(
+        "--without",
+        metavar="PASS",
+        help="compare the NPU variant with the one built without this pass",
+    )
     arguments = parser.parse_args()
     bishengir = None
 
     if arguments.bishengir:
         from ninetoothed_ascend.check import bishengir
+
+    if arguments.without:
+        without(arguments, bishengir)
+
+        return
 
     print(
         f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}"
@@ -195,6 +223,100 @@ def main():
                         f"| {rows[0][0]} | {rows[1][0]} | {_ub(rows[0][1])} | {_ub(rows[1][1])} |",
                         flush=True,
                     )
+
+
+class _Built:
+    # What ``compile_check.launch_arguments`` reads of a handle, for a
+    # variant built here.
+
+    def __init__(self, handle, source):
+        self.kernel_name = handle.kernel_name
+        self.launch_name = handle.launch_name
+        self._source = source
+
+    def source(self, variant):
+        return self._source
+
+
+def without(arguments, bishengir=None):
+    """The ``--without PASS`` table: ``DiscreteMemAccess``, scalar loops and ``memref.copy`` per case, without the pass and with it; with ``bishengir``, BiShengIR's planned UB bytes of the first config (and its outcome where not ``hivmc``)."""
+
+    removed = pipelines.PASSES[arguments.without]
+    passes = tuple(step for step in pipelines.NPU if step is not removed)
+
+    print(
+        f"{datetime.date.today()}, triton-ascend {importlib.metadata.version('triton-ascend')}, "
+        f"before: the NPU pipeline without {arguments.without}"
+    )
+    print(
+        "| example | case | dtype | layout | DiscreteMemAccess before | after "
+        "| scalar loops before | after | memref.copy before | after |"
+        + (" UB B before | after |" if bishengir else "")
+    )
+    print("| --- " * (12 if bishengir else 10) + "|")
+
+    for path in examples.find_modules(arguments.paths):
+        module = examples.load_module(path)
+        handle = module.kernel
+        source = run_pipeline(
+            handle.source("cuda"), passes, Target.from_environment("npu")
+        ).source
+
+        if source == handle.source("npu"):
+            continue
+
+        built = _Built(handle, source)
+        variants = (
+            (import_variant(Variant(source), "npu_without"), built),
+            (handle.module("npu"), handle),
+        )
+
+        for dtype_name in arguments.dtypes:
+            dtype = getattr(torch, dtype_name)
+
+            if dtype not in examples.dtypes(module):
+                continue
+
+            for case in examples.cases(module):
+                for layout in ("contiguous", "strided"):
+                    inputs = module.inputs("cpu", dtype, **case)
+
+                    if layout == "strided":
+                        inputs = examples.noncontiguous(inputs)
+
+                    counts = []
+
+                    for variant_module, variant_handle in variants:
+                        kernel, calls = compile_check.launch_arguments(
+                            variant_module, variant_handle, module.launch, inputs
+                        )
+                        config, signature, constants, attrs = calls[0]
+                        linalg = compile_check.compile_stages(
+                            kernel, signature, constants, attrs=attrs
+                        )[0]
+                        counts.append(
+                            (
+                                linalg.count("DiscreteMemAccess"),
+                                linalg.count("{ExtractedLoadOrStore"),
+                                linalg.count("memref.copy"),
+                            )
+                            + ((_planned(bishengir, linalg),) if bishengir else ())
+                        )
+
+                    cells = " | ".join(
+                        f"{before} | {after}" for before, after in zip(*counts)
+                    )
+                    print(
+                        f"| {path.stem} | {_case(case)} | {dtype_name} | {layout} | {cells} |",
+                        flush=True,
+                    )
+
+
+def _planned(bishengir, linalg):
+    result = bishengir.compile_linalg(linalg, memory_report=True, timeout=600)
+    planned = "—" if result.planned_ub_bytes is None else str(result.planned_ub_bytes)
+
+    return planned if result.outcome == "hivmc" else f"{planned} ({result.outcome})"
 
 
 def _case(case):

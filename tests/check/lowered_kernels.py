@@ -1,12 +1,12 @@
 """Small Triton kernels for the lowered check's tests, with the masks whose lanes triton-ascend 3.2.0's Linalg still reads.
 
-Each ``*_mask`` kernel masks its out-of-range lanes the way Triton's
-semantics allow, yet its ``ttadapter`` output (``triton-adapter-opt``)
-reads every lane and only then selects with the mask:
+Two loads mask their out-of-range lanes the way Triton's semantics allow,
+yet their ``ttadapter`` output (``triton-adapter-opt``) reads every lane and
+only then selects with the mask:
 
-* :func:`gather_mask`: an address computed per element (``offs // cols``,
-  ``offs % cols``) becomes a scalar loop marked ``DiscreteMemAccess`` that
-  runs ``memref.load`` on all ``BLOCK`` lanes, then ``arith.select``;
+* a gather (an address computed per element) becomes a scalar loop marked
+  ``DiscreteMemAccess`` that runs ``memref.load`` on all ``BLOCK`` lanes,
+  then ``arith.select``: ``tests/reproducers/masked_gather_reads_masked_lanes.py``;
 * :func:`lower_bound_mask`: a mask on a lower bound (``idx >= 0``) is not
   folded into the copied extent; the whole block is copied from
   ``x_ptr - cols``, then selected (the pattern of
@@ -26,14 +26,6 @@ def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + offs, mask=mask)
         y = tl.load(y_ptr + offs, mask=mask)
         tl.store(out_ptr + offs, x + y, mask=mask)
-
-
-@triton.jit
-def gather_mask(x_ptr, out_ptr, n, cols, row_stride, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + (offs // cols) * row_stride + offs % cols, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, x, mask=mask)
 
 
 @triton.jit

@@ -7,15 +7,16 @@ where they are missing. No NPU is involved.
 
 import pytest
 import torch
-from lowered_kernels import (
-    add,
-    divide,
-    gather_mask,
-    lower_bound_mask,
-    unmasked_store,
-)
+from lowered_kernels import add, divide, lower_bound_mask, unmasked_store
 from ninetoothed_ascend.compile_check import compile_stages
+from reproducers.masked_gather_reads_masked_lanes import (
+    CONSTANTS,
+    SIGNATURE,
+    masked_gather,
+    masked_gather_confined,
+)
 
+from ninetoothed_ascend.check.compile_check import compile_stages
 from ninetoothed_ascend.check.lowered import faults, launch, lowering, tools
 
 pytestmark = pytest.mark.ascend
@@ -63,16 +64,7 @@ def test_a_persistent_grid_covers_every_tile(dtype, tmp_path):
     assert execution.differing == ()
 
 
-GATHER = (
-    {
-        "x_ptr": "*fp32",
-        "out_ptr": "*fp32",
-        "n": "i32",
-        "cols": "i32",
-        "row_stride": "i32",
-    },
-    {"BLOCK": 16},
-)
+GATHER = (SIGNATURE, CONSTANTS)
 
 
 def test_a_gather_reads_its_masked_lanes_past_the_tensor(tmp_path):
@@ -83,7 +75,7 @@ def test_a_gather_reads_its_masked_lanes_past_the_tensor(tmp_path):
 
     with pytest.raises(faults.Fault) as caught:
         _run(
-            gather_mask,
+            masked_gather,
             *GATHER,
             (2,),
             {"x": x, "out": out, "n": 30, "cols": 6, "row_stride": 6},
@@ -91,7 +83,7 @@ def test_a_gather_reads_its_masked_lanes_past_the_tensor(tmp_path):
         )
 
     fault = caught.value
-    assert fault.kernel == "gather_mask"
+    assert fault.kernel == "masked_gather"
     assert fault.signal_name == "SIGSEGV"
     assert fault.placement == "end"
     assert fault.tensor == "x"
@@ -99,7 +91,26 @@ def test_a_gather_reads_its_masked_lanes_past_the_tensor(tmp_path):
     assert fault.access == "read"
     assert fault.program == (1, 0, 0)
     assert "memref.load" in fault.operation
-    assert "x" in str(fault) and "gather_mask" in str(fault)
+    assert "x" in str(fault) and "masked_gather" in str(fault)
+
+
+def test_the_confined_gather_reads_no_masked_lane(tmp_path):
+    # ConfineMaskedLanes' rewrite of the same load: the offset selected
+    # under the mask, so lanes 30 and 31 read x[0] and are discarded.
+    x = torch.arange(30, dtype=torch.float32)
+    out = torch.zeros(32)
+
+    execution = _run(
+        masked_gather_confined,
+        *GATHER,
+        (2,),
+        {"x": x, "out": out, "n": 30, "cols": 6, "row_stride": 6},
+        tmp_path,
+    )
+
+    assert torch.equal(out[:30], x)
+    assert torch.equal(out[30:], torch.zeros(2))
+    assert execution.differing == ()
 
 
 def test_a_gather_whose_lanes_stay_inside_runs(tmp_path):
@@ -107,7 +118,7 @@ def test_a_gather_whose_lanes_stay_inside_runs(tmp_path):
     out = torch.zeros(32)
 
     _run(
-        gather_mask,
+        masked_gather,
         *GATHER,
         (2,),
         {"x": x, "out": out, "n": 32, "cols": 8, "row_stride": 8},
@@ -179,7 +190,7 @@ def test_an_integer_division_by_zero_is_reported_not_a_crash(tmp_path):
 
 
 def test_a_lowered_kernel_is_cached_and_a_changed_one_is_not_trusted(tmp_path):
-    linalg = _linalg(gather_mask, *GATHER)
+    linalg = _linalg(masked_gather, *GATHER)
     directory = tmp_path / "lowered"
 
     first = lowering.lower(linalg, directory)

@@ -14,6 +14,7 @@ on an NPU.
 
 import ast
 import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -475,19 +476,38 @@ class _Recorder:
 
 
 def _record_kernel_call(module, handle, launch, inputs, variant):
-    # NineToothed launches ``<kernel>_with_auto_tuning`` when it autotunes.
-    autotuned = f"{handle.kernel_name}_with_auto_tuning"
-    launched = autotuned if autotuned in vars(module) else handle.kernel_name
-    saved = vars(module)[launched]
     recorder = _Recorder()
-    vars(module)[launched] = recorder
 
-    try:
+    with replaced_kernel(module, handle, recorder):
         launch(getattr(module, handle.launch_name), *inputs)
-    finally:
-        vars(module)[launched] = saved
 
     return recorder.call
+
+
+@contextlib.contextmanager
+def replaced_kernel(module, handle, replacement):
+    """Within the ``with``, the variant module's launch function calls ``replacement`` in place of its kernel.
+
+    NineToothed's launch function calls ``<kernel>_with_auto_tuning`` when
+    the kernel autotunes (after ``DeferAutotune``, a factory returning the
+    autotuner: ``replacement()`` must then return what is indexed by the
+    grid), else ``<kernel>``; ``replacement[grid](*args, **kwargs)`` receives
+    the kernel's arguments.
+
+    :param module: a variant's module (``handle.module(variant)``).
+    :param handle: :class:`~ninetoothed_ascend.Handle`.
+    :param replacement: the object put in the kernel's place.
+    """
+
+    autotuned = f"{handle.kernel_name}_with_auto_tuning"
+    name = autotuned if autotuned in vars(module) else handle.kernel_name
+    saved = vars(module)[name]
+    vars(module)[name] = replacement
+
+    try:
+        yield
+    finally:
+        vars(module)[name] = saved
 
 
 def _triton_type(value):

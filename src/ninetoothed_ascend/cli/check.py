@@ -69,7 +69,23 @@ from ninetoothed_ascend.warm import one_line
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
-    help="Seconds a BiShengIR compile may take (default: no limit).",
+    help="Seconds a BiShengIR compile (with --run: a lowering step or a run) "
+    "may take (default: no limit).",
+)
+@click.option(
+    "--run",
+    is_flag=True,
+    help="Run the lowered level instead (docs/lowered.md): the NPU variant as "
+    "triton-ascend lowers it, run on the CPU over the whole grid, every tensor "
+    "fenced; examples: every shape case, compared with torch; recorded kernels: "
+    "faults only. Needs LLVM 19's MLIR tools (apt-get install mlir-19-tools llvm-19).",
+)
+@click.option(
+    "--config",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --run: which of the configs the autotuner tries to run.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @cache_dir_option
@@ -84,6 +100,8 @@ def check(
     bishengir,
     jobs,
     timeout,
+    run,
+    config,
     as_json,
     cache_dir,
 ):
@@ -100,7 +118,9 @@ def check(
     a machine without CANN reaches), as a UB overflow with the bytes needed
     and available, or with the compiler's error. Without ascendnpu-ir the
     BiShengIR stage is skipped, with one line saying how to install it.
-    Exits with 1 if any config fails a stage.
+    Exits with 1 if any config fails a stage. With --run, one line per case
+    (outcome, detail, seconds) and exit 1 on any case that is not a match
+    (a recorded kernel: that ran without a fault).
     """
 
     from ninetoothed_ascend.check import bishengir as bishengir_module
@@ -146,10 +166,23 @@ def check(
     # Manifest kernels that cannot be checked: ``(label, "skipped" or
     # "failed", why)``, reported with the others' results.
     unchecked = []
+    cached = []
 
     if keys or manifest is not None:
         cached, unchecked = _cached_checks(keys, manifest, cache_dir)
         checks += cached
+
+    if run:
+        _run_lowered(
+            paths,
+            cached,
+            dtype_names,
+            non_contiguous,
+            config,
+            timeout,
+            as_json,
+            cache_dir,
+        )
 
     stage = None
 
@@ -273,6 +306,45 @@ def check(
 
     # Nothing checked at all (every kernel skipped) is no success either.
     sys.exit(1 if failures or not checks else 0)
+
+
+def _run_lowered(
+    paths, cached, dtype_names, non_contiguous, config, timeout, as_json, cache_dir
+):
+    # ``check --run``: the lowered level, then exit.
+    from ninetoothed_ascend.check.lowered import tools
+    from ninetoothed_ascend.cli import _lowered
+
+    if reason := tools.missing():
+        raise click.ClickException(reason)
+
+    layout = "non-contiguous" if non_contiguous else "contiguous"
+    directory = resolve_cache_dir(cache_dir) / "lowered"
+    records, failures = _lowered.run_examples(
+        list(map(examples.load_module, examples.find_modules(paths))),
+        lambda module: selected_dtypes(module, dtype_names),
+        layout,
+        config,
+        directory,
+        timeout,
+        as_json,
+    )
+    more, failed = _lowered.run_recorded(
+        cached, layout, config, directory, timeout, as_json
+    )
+    records, failures = records + more, failures + failed
+
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"cases": len(records), "failures": failures, "results": records},
+                indent=1,
+            )
+        )
+    else:
+        click.echo(f"{len(records)} cases, {failures} failures")
+
+    sys.exit(1 if failures else 0)
 
 
 def _config_label(config):

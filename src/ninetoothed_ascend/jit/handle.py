@@ -296,6 +296,33 @@ class Handle:
 
         return launch
 
+    def lowered(self, config=0, **options):
+        """Return the NPU variant as triton-ascend lowers it, run on the CPU with every tensor fenced: a launch function with the handle's arguments.
+
+        Each call compiles what a launch with its arguments compiles
+        (``ttir`` and ``ttadapter`` of triton-ascend 3.2.0, the launch's
+        specialization and the ``config``-th config its autotuner tries),
+        lowers the Linalg to native code (cached under ``lowered/`` in the
+        cache directory) and runs it over the whole grid on CPU tensors,
+        each between guard pages in a child process; the results land in
+        the tensors. Needs triton-ascend as ``triton``, ascendnpu-ir and
+        LLVM 19's MLIR tools; no NPU. What it proves: docs/lowered.md.
+
+        :param config: ``int``, which of the configs the autotuner would try.
+        :param options: keyword arguments of
+            :class:`~ninetoothed_ascend.check.lowered.launch.LoweredLaunch`
+            (``directory``, ``timeout``, ``arch``).
+        :return: :class:`~ninetoothed_ascend.check.lowered.launch.LoweredLaunch`;
+            a call raises :class:`~ninetoothed_ascend.check.lowered.faults.Fault`
+            for an access outside a tensor (it names the kernel, the
+            operation and the tensor), never crashing the process.
+        :raises ninetoothed_ascend.check.lowered.tools.ToolsMissing: a program is missing.
+        """
+
+        from ninetoothed_ascend.check.lowered.launch import LoweredLaunch
+
+        return LoweredLaunch(self, config=config, **options)
+
     def emulated_source(self, device_type):
         """Return the NPU variant emulated on ``device_type``, without importing it.
 

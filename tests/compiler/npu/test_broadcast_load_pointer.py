@@ -31,6 +31,31 @@ def test_rewrites_a_load_whose_mask_spans_an_axis_its_pointer_lacks():
     source, count = rewrite(BroadcastLoadPointer, KERNEL)
 
     assert count == 1
+    # The column term bounds the pointer's own axis: the block is loaded
+    # under it alone, a mask triton-adapter-opt folds into the copied
+    # extent, and the whole mask selects afterwards.
+    assert (
+        "bias = ninetoothed_ascend_load_under_mask_of_pointer(bias_pointer + "
+        "triton.language.arange(0, 32)[None, :], "
+        "triton.language.arange(0, 32)[None, :] < size, "
+        "(triton.language.arange(0, 32)[:, None] < 32) & (triton.language.arange(0, 32)[None, :] < size), 0)"
+    ) in source
+    helper = source[source.index("def ninetoothed_ascend_load_under_mask_of_pointer") :]
+    helper = helper[: helper.index("@triton.jit")]
+    assert "mask=mask_of_pointer" in helper
+    assert helper.count("triton.language.load(") == 1
+
+
+def test_a_mask_term_over_both_kinds_of_axes_keeps_the_reduction():
+    source, count = rewrite(
+        BroadcastLoadPointer,
+        KERNEL.replace(
+            "(triton.language.arange(0, 32)[:, None] < 32)",
+            "(triton.language.arange(0, 32)[:, None] < triton.language.arange(0, 32)[None, :])",
+        ),
+    )
+
+    assert count == 1
     assert "bias = ninetoothed_ascend_load_under_mask_0(bias_pointer +" in source
     # The helper reduces the mask over axis 0 only, and loads once.
     helper = source[source.index("def ninetoothed_ascend_load_under_mask_0") :]

@@ -11,7 +11,8 @@ of the example's.
 import dataclasses
 import time
 
-from ninetoothed_ascend import compile_check, examples
+from ninetoothed_ascend import examples
+from ninetoothed_ascend.check import compile_check
 from ninetoothed_ascend.check.lowered import execution, faults, launch, lowering
 
 #: The outcomes of one case: ``"match"`` (equal to torch within the

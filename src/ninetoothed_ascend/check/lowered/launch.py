@@ -2,10 +2,10 @@
 
 :class:`LoweredLaunch` is called like the variant's launch function. Per call
 it compiles the kernel that a launch with these arguments compiles:
-:func:`~ninetoothed_ascend.compile_check.launch_arguments` gives the
+:func:`~ninetoothed_ascend.check.compile_check.launch_arguments` gives the
 specialization triton-ascend 3.2's JIT gives it (integers equal to 1 made
 constants, divisibility by 16) and the configs the autotuner would try,
-:func:`~ninetoothed_ascend.compile_check.compile_stages` the ``ttadapter``
+:func:`~ninetoothed_ascend.check.compile_check.compile_stages` the ``ttadapter``
 Linalg. It lowers that to a shared object (:mod:`.lowering`) and then runs
 the variant's own launch function with its kernel replaced by the lowered
 one, so that the grid, the arguments and whatever the launch function does
@@ -15,14 +15,13 @@ land in the tensors as a launch's would. The autotuner is not run: one config
 per launch (``config``, an index into the configs the autotuner would try).
 """
 
-import contextlib
 import dataclasses
 import time
 
 import torch
 
 from ninetoothed_ascend import cache as cache_module
-from ninetoothed_ascend import compile_check
+from ninetoothed_ascend.check import compile_check
 from ninetoothed_ascend.check.lowered import execution, lowering
 from ninetoothed_ascend.check.lowered import tools as tools_module
 
@@ -69,7 +68,7 @@ class LoweredLaunch:
     :raises ninetoothed_ascend.check.lowered.tools.ToolsMissing: a program is missing.
 
     Calling it runs the launch; it raises what the steps raise:
-    :class:`~ninetoothed_ascend.compile_check.StageError` (``ttir`` or
+    :class:`~ninetoothed_ascend.check.compile_check.StageError` (``ttir`` or
     ``ttadapter`` failed), :class:`~.lowering.LoweringError`,
     :class:`~.faults.Fault` (a fenced access or another fatal signal in the
     kernel), :class:`~.execution.ExecutionError`, :class:`ConfigOutOfRange`.
@@ -125,7 +124,7 @@ class LoweredLaunch:
         runner = _Runner(self, kernel, config, constants, lowered, runtime, tensors)
 
         try:
-            with _replaced_kernel(module, self.handle, runner):
+            with compile_check.replaced_kernel(module, self.handle, runner):
                 getattr(module, self.handle.launch_name)(*args, **kwargs)
         finally:
             # A run that faulted is recorded too, with the seconds it took.
@@ -203,25 +202,10 @@ class _Runner:
         return f"a tensor the launch function made ({name})"
 
 
-@contextlib.contextmanager
-def _replaced_kernel(module, handle, replacement):
-    # NineToothed launches ``<kernel>_with_auto_tuning`` when it autotunes
-    # (as compile_check's recorder replaces it).
-    autotuned = f"{handle.kernel_name}_with_auto_tuning"
-    name = autotuned if autotuned in vars(module) else handle.kernel_name
-    saved = vars(module)[name]
-    vars(module)[name] = replacement
-
-    try:
-        yield
-    finally:
-        vars(module)[name] = saved
-
-
 def run_linalg(linalg, grid, arguments, *, kernel_name, directory=None, timeout=None):
     """Lower a ``ttadapter`` output and run it over ``grid``, fenced (:func:`.execution.run`); results land in the tensors.
 
-    For a kernel compiled by hand (:func:`~ninetoothed_ascend.compile_check.compile_stages`).
+    For a kernel compiled by hand (:func:`~ninetoothed_ascend.check.compile_check.compile_stages`).
 
     :param linalg: ``str``, the ``ttadapter`` output.
     :param grid: ``tuple`` of 1 to 3 ``int``.

@@ -18,7 +18,7 @@ import pathlib
 import shutil
 import subprocess
 
-from ninetoothed_ascend import bishengir
+from ninetoothed_ascend.check import bishengir
 
 #: Where Debian's LLVM 19 packages put their programs.
 LLVM_19_BIN = pathlib.Path("/usr/lib/llvm-19/bin")

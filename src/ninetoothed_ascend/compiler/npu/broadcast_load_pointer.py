@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
+    clone,
     find,
     insert_after_imports,
     keyword,
@@ -31,6 +32,16 @@ def {_load_name(axes)}(pointer, mask, other):
 
 def _load_name(axes):
     return "_".join((LOAD, *map(str, axes)))
+
+
+#: The helper that loads under the terms of the mask on the pointer's own axes.
+LOAD_SPLIT = f"{LOAD}_of_pointer"
+
+LOAD_SPLIT_SOURCE = f"""
+@triton.jit
+def {LOAD_SPLIT}(pointer, mask_of_pointer, mask, other):
+    return triton.language.where(mask, triton.language.load(pointer, mask=mask_of_pointer, other=other), other)
+"""
 
 
 class BroadcastLoadPointer(Pass):
@@ -133,10 +144,24 @@ class BroadcastLoadPointer(Pass):
         if not missing:
             return node
 
-        axes = tuple(sorted(axis for axis, _ in missing))
-        self._helpers.add(axes)
         self.rewrote()
         other_value = other.value if other is not None else ast.Constant(0)
+        own = self._terms_of_pointer(mask.value, missing)
+
+        if own is not None:
+            self._helpers.add(None)
+
+            return ast.copy_location(
+                ast.Call(
+                    ast.Name(LOAD_SPLIT, ast.Load()),
+                    [pointer, own, clone(mask.value), other_value],
+                    [],
+                ),
+                node,
+            )
+
+        axes = tuple(sorted(axis for axis, _ in missing))
+        self._helpers.add(axes)
 
         return ast.copy_location(
             ast.Call(
@@ -147,9 +172,45 @@ class BroadcastLoadPointer(Pass):
             node,
         )
 
+    def _terms_of_pointer(self, mask, missing):
+        """The ``&`` tree of ``mask`` without its terms on ``missing`` axes, or ``None`` (a term on both kinds, or none on the pointer's)."""
+
+        spanning = []
+
+        def prune(node):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+                left, right = prune(node.left), prune(node.right)
+
+                if left is _MIXED or right is _MIXED:
+                    return _MIXED
+
+                if left is None or right is None:
+                    return left if right is None else right
+
+                return ast.BinOp(left, ast.BitAnd(), right)
+
+            axes = self._axes(node)
+
+            if not axes & missing:
+                if axes:
+                    spanning.append(node)
+
+                return clone(node)
+
+            return None if axes <= missing else _MIXED
+
+        kept = prune(mask)
+
+        return None if kept is None or kept is _MIXED or not spanning else kept
+
     def finish(self, tree):
-        for axes in sorted(self._helpers):
-            insert_after_imports(tree, ast.parse(_load_source(axes)).body)
+        for axes in sorted(self._helpers, key=lambda axes: axes or ()):
+            insert_after_imports(
+                tree,
+                ast.parse(
+                    LOAD_SPLIT_SOURCE if axes is None else _load_source(axes)
+                ).body,
+            )
 
     def _axes(self, expression):
         """The axes spanned by the subscripted ``arange`` blocks in ``expression``: ``set`` of ``(axis, rank)``."""
@@ -171,3 +232,7 @@ class BroadcastLoadPointer(Pass):
             }
 
         return axes
+
+
+#: A term of a mask that spans axes the pointer has and axes it lacks.
+_MIXED = object()

@@ -171,7 +171,7 @@ class ContiguousFlatAccess(Pass):
             name = f"{FLAG_PREFIX}{len(self._flags)}"
             self._flags[key] = name
             kernel.args.args.append(
-                ast.arg(name, ast.parse("triton.language.constexpr").body)
+                ast.arg(name, ast.parse("triton.language.constexpr", mode="eval").body)
             )
             test = ast.Call(
                 ast.Name(COLLAPSES, ast.Load()),

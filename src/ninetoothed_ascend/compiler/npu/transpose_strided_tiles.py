@@ -268,7 +268,7 @@ class _Rewriter(Transformer):
 
         name = self.owner.new_flag()
         self.kernel.args.args.append(
-            ast.arg(name, ast.parse("triton.language.constexpr").body)
+            ast.arg(name, ast.parse("triton.language.constexpr", mode="eval").body)
         )
         test = ast.BoolOp(
             ast.And(),
