@@ -8,7 +8,6 @@ where they are missing. No NPU is involved.
 import pytest
 import torch
 from lowered_kernels import add, divide, lower_bound_mask, unmasked_store
-from ninetoothed_ascend.compile_check import compile_stages
 from reproducers.masked_gather_reads_masked_lanes import (
     CONSTANTS,
     SIGNATURE,
