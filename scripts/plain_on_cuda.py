@@ -16,8 +16,10 @@ without a GPU).
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
+import tempfile
 
 #: Kernels made by plain ``ninetoothed.make``, as the tests make theirs.
 KERNELS = """
@@ -111,9 +113,13 @@ result = {"plain": "launched"}
 """,
 }
 
+#: Runs one case: NineToothed reads the arrangement's source with ``inspect``,
+#: so the kernels are imported from a file (``plain_kernels.py`` in the
+#: directory ``sys.argv[1]``), not executed from a string.
 RUNNER = """
 import json, sys
-exec(sys.argv[1])
+sys.path.insert(0, sys.argv[1])
+from plain_kernels import *
 try:
     exec(sys.argv[2])
 except Exception as error:
@@ -130,9 +136,12 @@ def main():
         if name != "NINETOOTHED_ASCEND"
     }
 
+    directory = tempfile.mkdtemp()
+    pathlib.Path(directory, "plain_kernels.py").write_text(KERNELS)
+
     for name, code in CASES.items():
         process = subprocess.run(
-            [sys.executable, "-c", RUNNER, KERNELS, code],
+            [sys.executable, "-c", RUNNER, directory, code],
             capture_output=True,
             text=True,
             env=environment,
