@@ -201,6 +201,30 @@ def test_fit_unified_buffer_refuses_rather_than_go_below_a_stated_lower_bound(
     assert "Lower the lower_bound of ninetoothed.block_size()" in caught.value.hint
 
 
+def test_fit_unified_buffer_halves_a_sampled_default_block_size(monkeypatch):
+    # ``block_size()`` under ``max_num_configs=3`` (ntops' pooling kernels):
+    # NineToothed's sample shows 32 to 128, its lower bound but not its
+    # upper one. 12 * 16 bytes hold B = 16: it is halved to fit, as a block
+    # size spanning the default range is, but not doubled past 128.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 16))
+    sampled = _with_configs(AUTOTUNED, 32, 64, 128)
+    source, _ = rewrite(
+        FitUnifiedBuffer, sampled, facts={ub_configs.MAX_NUM_CONFIGS: 3}
+    )
+
+    assert max(fitted_sizes(source)) == 16
+
+    with pytest.raises(RewriteError, match=r"bounds the kernel states \(B 32\.\.128\)"):
+        rewrite(FitUnifiedBuffer, sampled)
+
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
+    source, _ = rewrite(
+        FitUnifiedBuffer, sampled, facts={ub_configs.MAX_NUM_CONFIGS: 3}
+    )
+
+    assert fitted_sizes(source) == [32, 64, 128]
+
+
 def test_fit_unified_buffer_refuses_a_launch_size_below_a_stated_lower_bound(
     monkeypatch,
 ):

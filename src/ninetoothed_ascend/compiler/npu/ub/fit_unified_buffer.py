@@ -57,7 +57,11 @@ class FitUnifiedBuffer(Pass):
     ``block_size()`` without bounds) is extended, by doubling while a tile
     with the other block sizes at their smallest still fits (up to
     :data:`MAX_BLOCK_SIZE`), and, only if nothing fits, by halving down
-    to 1. Every combination is measured with
+    to 1; where the user's ``max_num_configs`` left NineToothed a sample of
+    its configs, which shows a block size's lower bound but not its upper
+    one, a block size at the default lower bound is halved too (ntops makes
+    its pooling kernels so: ``max_num_configs=3`` leaves 32 to 128 of
+    ``block_size()``'s range). Every combination is measured with
     :func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint` (dtype unknown:
     4 bytes per element, which bounds fp16/bf16/fp32); those within
     :attr:`Soc.ub_bytes` are kept, the :data:`MAX_CONFIGS` largest (fewer
@@ -406,6 +410,19 @@ class FitUnifiedBuffer(Pass):
             for name in names
             if (values[name][0], values[name][-1]) == DEFAULT_BLOCK_SIZE_RANGE
         ]
+        # Under ``max_num_configs``, NineToothed keeps an evenly spaced sample
+        # of its configs whose first has every block size at its lower bound:
+        # the lower bound shows in the configs, the upper bound need not. A
+        # block size at the default lower bound may then be halved (as one
+        # spanning the default range), never doubled past what it shows.
+        limit = self.facts.get(MAX_NUM_CONFIGS)
+        sampled = limit is not None and len(gpu_configs) <= limit
+        halvable = [
+            name
+            for name in names
+            if name in free
+            or (sampled and values[name][0] == DEFAULT_BLOCK_SIZE_RANGE[0])
+        ]
 
         for name in free if extend else ():
             while values[name][-1] < MAX_BLOCK_SIZE:
@@ -418,8 +435,8 @@ class FitUnifiedBuffer(Pass):
 
         fitting = _fitting(names, values, peak, budget)
 
-        while not fitting and any(values[name][0] > 1 for name in free):
-            for name in free:
+        while not fitting and any(values[name][0] > 1 for name in halvable):
+            for name in halvable:
                 if values[name][0] > 1:
                     values[name].insert(0, values[name][0] // 2)
 
@@ -430,7 +447,7 @@ class FitUnifiedBuffer(Pass):
             bounded = {
                 name: (values[name][0], values[name][-1])
                 for name in names
-                if name not in free
+                if name not in halvable
             }
 
             raise RewriteError(
@@ -455,12 +472,10 @@ class FitUnifiedBuffer(Pass):
         fitting.sort(
             key=lambda item: (-item[0], max(item[1].values()) / min(item[1].values()))
         )
-        limit = self.facts.get(MAX_NUM_CONFIGS) or MAX_CONFIGS
-
         return [
             sizes
             for _, sizes in sorted(
-                fitting[: min(limit, MAX_CONFIGS)],
+                fitting[: min(limit or MAX_CONFIGS, MAX_CONFIGS)],
                 key=lambda item: (item[0], list(item[1].values())),
             )
         ]
