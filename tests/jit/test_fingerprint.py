@@ -7,7 +7,6 @@ into different code and asserts different keys.
 """
 
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import inspect
@@ -129,44 +128,6 @@ def test_installed_packages_are_still_described_by_name():
 
     assert definition_digest(namespace["application"])
     assert "ninetoothed.language" in sys.modules
-
-
-def _reference_package_digest(root):
-    # The key's formula before the digest was read with ``os.scandir``:
-    # keys stay those of earlier caches, whose ``__pycache__`` directories
-    # held no ``*.py``.
-    digest = hashlib.sha256()
-
-    for path in sorted(
-        path for path in root.rglob("*.py") if "__pycache__" not in path.parts
-    ):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-
-    return digest.hexdigest()
-
-
-def _source_tree(root):
-    # Names that sort differently as paths than as strings ("a/..." after
-    # "a.py" as text, before it as a path), a hidden file, a symbolic link to
-    # a directory, which ``rglob`` does not follow, and bytecode directories,
-    # which Python imports no source from.
-    for name, text in {
-        "a.py": "A = 1\n",
-        "a/b.py": "B = 2\n",
-        "a/.hidden.py": "H = 3\n",
-        "z/c.py": "C = 4\n",
-        "notes.txt": "not a source\n",
-        "__pycache__/a.cpython-311.pyc": "bytecode\n",
-        "a/__pycache__/stray.py": "S = 6\n",
-    }.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-    (root / "linked").symlink_to(root / "z", target_is_directory=True)
-
-    return root
 
 
 def test_memos_are_read_back_as_stored_and_removed_with_the_cache(tmp_path):
