@@ -443,6 +443,7 @@ def _message_group(message):
 def print_sweep_summary(launches, level):
     rows = collections.defaultdict(collections.Counter)
     longest = collections.defaultdict(float)
+    needed = collections.Counter()
     failures = collections.defaultdict(list)
 
     for launch in launches:
@@ -470,6 +471,8 @@ def print_sweep_summary(launches, level):
                 outcome = (config["bishengir"] or {}).get("outcome", "none")
                 row["configs"] += 1
                 row[outcome] += 1
+                required = (config["bishengir"] or {}).get("ub_required_bytes") or 0
+                needed[launch["module"]] = max(needed[launch["module"]], required)
 
                 if outcome in ("error", "timeout"):
                     message = config["bishengir"]["message"] or outcome
@@ -483,6 +486,7 @@ def print_sweep_summary(launches, level):
         columns += ["configs", "hivmc", "ub_overflow", "error", "timeout"]
 
     title = "longest BiShengIR s" if level == 3 else "longest ttir+ttadapter s"
+    title += "  largest UB overflow B" if level == 3 else ""
     print(f"{'module':<30}" + "".join(f"{c:>12}" for c in columns) + f"  {title}")
     total = collections.Counter()
 
@@ -491,7 +495,8 @@ def print_sweep_summary(launches, level):
         print(
             f"{module:<30}"
             + "".join(f"{rows[module][c]:>12}" for c in columns)
-            + f"  {longest[module]:.2f}"
+            + f"  {longest[module]:19.2f}"
+            + (f"  {needed[module] or '':>22}" if level == 3 else "")
         )
 
     print(f"{'total':<30}" + "".join(f"{total[c]:>12}" for c in columns))
@@ -505,8 +510,14 @@ def print_sweep_summary(launches, level):
         )
         print(f"{len(modules):>5}  {message}\n       ({counts})")
 
+    if level == 3:
+        print(
+            "\nThe configs tried are those FitUnifiedBuffer's UB model lets "
+            "through: where it sized them, a UB overflow is its under-estimate."
+        )
+
     print(
-        "\nNot reported by `check --json`, so not summarized: the UB model's "
+        "Not reported by `check --json`, so not summarized: the UB model's "
         "estimate, BiShengIR's planned UB, DiscreteMemAccess counts."
     )
 
