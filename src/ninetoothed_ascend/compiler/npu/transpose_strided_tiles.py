@@ -153,7 +153,8 @@ class TransposeStridedTiles(Pass):
         image: 1 `DiscreteMemAccess`, the same planned UB, `triton-adapter-opt`
         crashed in 0 of 840 compiles of batch >= 2 launches (`--repeat`; the
         loop taken by batch 1 too, 4df01ab: 12 of 120);
-        `bench/conv2d_store.py`; docs/benchmarks.md;
+        `bench/conv2d_store.py` (`git show 9910840:bench/conv2d_store.py`);
+        docs/benchmarks.md;
         `tests/compiler/npu/test_transpose_strided_tiles.py`
     :Rewrites: a `tl.load` whose address is one flattened row group `L * t if
         FLAG else <digits>` (`ContiguousFlatAccess`) along the outer axis plus
