@@ -20,7 +20,6 @@ import types
 from helpers import ROOT, run_python
 
 from ninetoothed_ascend.cache import Cache
-from ninetoothed_ascend.jit import fingerprint
 from ninetoothed_ascend.jit.environment import Memos
 from ninetoothed_ascend.jit.fingerprint import (
     definition_digest,
@@ -210,36 +209,3 @@ def test_memos_are_stored_only_by_a_make_that_finds_its_kernel(tmp_path):
     stored = run_python(code, cache_dir)
     assert "environment" in stored and "function" in stored
     assert run_python(code, cache_dir) == stored
-
-
-class _CudaDevice:
-    """What ``torch.cuda.get_device_properties`` describes, for a machine without a GPU."""
-
-    def __init__(self, uuid):
-        self.name = "NVIDIA H100 80GB HBM3"
-        self.major, self.minor = 9, 0
-        self.uuid = uuid
-        self.total_memory = 85_000_000_000
-
-
-def _on_a_cuda_device(monkeypatch, uuid, reported):
-    # A CUDA device whose Triton driver reports ``reported``; returns the
-    # list of driver queries.
-    import torch
-
-    queries = []
-
-    def query():
-        queries.append(uuid)
-
-        return dict(reported)
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(
-        torch.cuda, "get_device_properties", lambda index: _CudaDevice(uuid)
-    )
-    monkeypatch.setattr(fingerprint.ninetoothed_adapter, "device_properties", query)
-    monkeypatch.setattr(fingerprint, "_device_properties", {})
-
-    return queries
