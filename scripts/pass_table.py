@@ -31,17 +31,22 @@ DOCUMENT = ROOT / "docs" / "passes.md"
 #: The fields a pass's docstring states its rule in.
 FIELDS = ("Constraint", "Source", "Rewrites")
 
-#: Each table: its heading in the document, the passes it lists, and its columns.
+#: Each table: its heading in the document, the variant whose rewrites fill
+#: its "fires on" column (``None``: no such column), the passes it lists, and
+#: its columns.
 TABLES = {
     "## NPU pipeline": (
+        "npu",
         pipelines.NPU,
         ("pass", "constraint", "source", "what it rewrites", "tests", "fires on"),
     ),
     "## CPU pipeline": (
+        "cpu",
         pipelines.CPU,
         ("pass", "constraint", "source", "tests", "fires on"),
     ),
     "## Emulation pipelines": (
+        None,
         tuple(
             dict.fromkeys(
                 pass_class
@@ -107,8 +112,7 @@ def fires_on(modules):
 def table(heading, fired, kernel_count):
     """Return the Markdown table under ``heading`` (a key of :data:`TABLES`)."""
 
-    passes, columns = TABLES[heading]
-    variant = {"## NPU pipeline": "npu", "## CPU pipeline": "cpu"}.get(heading)
+    variant, passes, columns = TABLES[heading]
     lines = [
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join("---" for _ in columns) + " |",
