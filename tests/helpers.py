@@ -40,6 +40,18 @@ def rewrite(pass_class, source, target=None, then=(), facts=None):
     return ast.unparse(tree), count
 
 
+def npu_without(monkeypatch, *left_out):
+    """Build NPU variants with the NPU pipeline less the passes ``left_out``, for this test only (what a pass exists for)."""
+
+    from ninetoothed_ascend.compiler import pipelines
+
+    monkeypatch.setitem(
+        pipelines.VARIANTS,
+        "npu",
+        tuple(step for step in pipelines.NPU if step not in left_out),
+    )
+
+
 def assert_no_rewrite(pass_class, source):
     """Run one pass on ``source``, assert that it rewrote nothing, and return the source it left."""
 

@@ -12,6 +12,7 @@ from helpers import (
     assert_adapter_crashes_then_cured,
     example_cases,
     load_example,
+    npu_without,
     shared_example,
 )
 
@@ -56,10 +57,7 @@ def test_without_fold_true_mask_the_frontend_fails(monkeypatch):
     are left out.
     """
 
-    pipeline = tuple(
-        step for step in pipelines.NPU if step not in (FoldTrueMask, GroupMaskTerms)
-    )
-    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
+    npu_without(monkeypatch, FoldTrueMask, GroupMaskTerms)
     module = load_example("add")
 
     with pytest.raises(

@@ -6,7 +6,7 @@ import ninetoothed
 import ninetoothed.language as ntl
 import pytest
 import torch
-from helpers import assert_no_rewrite, rewrite
+from helpers import assert_no_rewrite, npu_without, rewrite
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
@@ -242,10 +242,8 @@ def test_the_softmax_denominator_passes_the_frontend(dtype):
 @pytest.mark.ascend
 def test_without_the_pass_the_frontend_refuses_the_bfloat16_loop(monkeypatch):
     from ninetoothed_ascend.check.compile_check import StageError, check_variant
-    from ninetoothed_ascend.compiler import pipelines
 
-    pipeline = tuple(step for step in pipelines.NPU if step is not KeepLoopCarriedDtype)
-    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
+    npu_without(monkeypatch, KeepLoopCarriedDtype)
 
     with pytest.raises(StageError, match="Loop-carried variable denominator"):
         check_variant(_softmax_denominator(), _launch, _input(torch.bfloat16))

@@ -3,7 +3,7 @@
 import ninetoothed
 import pytest
 import torch
-from helpers import assert_no_rewrite, rewrite
+from helpers import assert_no_rewrite, npu_without, rewrite
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
@@ -140,10 +140,8 @@ def test_a_cube_passes_the_frontend(dtype):
 @pytest.mark.ascend
 def test_without_the_pass_the_frontend_fails(monkeypatch):
     from ninetoothed_ascend.check.compile_check import StageError, check_variant
-    from ninetoothed_ascend.compiler import pipelines
 
-    pipeline = tuple(step for step in pipelines.NPU if step is not LowerIntegerPower)
-    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
+    npu_without(monkeypatch, LowerIntegerPower)
 
     with pytest.raises(StageError, match="__pow__"):
         check_variant(_cube(), _launch_cube, _input(torch.float32))

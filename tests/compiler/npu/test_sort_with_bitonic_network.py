@@ -4,7 +4,7 @@ import ninetoothed.language as ntl
 import pytest
 import torch
 import triton
-from helpers import rewrite
+from helpers import npu_without, rewrite
 from ninetoothed import Symbol, Tensor
 
 import ninetoothed_ascend
@@ -127,12 +127,8 @@ def test_rows_sort_reaches_hivmc(dtype, stage):
 @pytest.mark.parametrize("dtype", NETWORK)
 def test_without_the_pass_vsort_refuses_wide_integers(dtype, stage, monkeypatch):
     from ninetoothed_ascend.check.compile_check import check_variant
-    from ninetoothed_ascend.compiler import pipelines
 
-    pipeline = tuple(
-        step for step in pipelines.NPU if step is not SortWithBitonicNetwork
-    )
-    monkeypatch.setitem(pipelines.VARIANTS, "npu", pipeline)
+    npu_without(monkeypatch, SortWithBitonicNetwork)
 
     (result,) = check_variant(_sort(), _launch, _input(dtype), bishengir=stage)
 
