@@ -197,6 +197,10 @@ class Interrupted(Exception):
         self.total = total
 
 
+#: How often, in seconds, :func:`run` looks for a pending Ctrl-C while it waits.
+_SIGNAL_POLL_S = 0.2
+
+
 def run(tasks, jobs, cache_dir, on_result=None):
     """Run ``tasks`` in ``jobs`` processes; return every :class:`Result`.
 
@@ -230,31 +234,45 @@ def run(tasks, jobs, cache_dir, on_result=None):
         mp_context=context,
         max_tasks_per_child=per_child,
     )
-    # Workers, and the pool's thread that starts their replacements, are
-    # started with SIGINT blocked, and inherit it.
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
     try:
-        futures = {
-            pool.submit(_run_task, task, str(cache_dir)): index
-            for index, task in enumerate(tasks)
-        }
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        # Workers, and the pool's thread that starts their replacements, are
+        # started with SIGINT blocked, and inherit it. A Ctrl-C that arrives
+        # meanwhile is raised when the mask is restored: inside this ``try``.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
-    try:
-        for future in concurrent.futures.as_completed(futures):
-            task = tasks[futures[future]]
+        try:
+            futures = {
+                pool.submit(_run_task, task, str(cache_dir)): index
+                for index, task in enumerate(tasks)
+            }
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
-            try:
-                done = future.result()
-            except Exception as error:  # a worker that died
-                done = [Result("?", None, FAILED, 0.0, task.origin, one_line(error))]
+        pending = set(futures)
 
-            results[futures[future]] = done
+        while pending:
+            # Wake up now and then: the kernel may hand the SIGINT to another
+            # thread that does not block it (OpenBLAS's, for one), and Python
+            # raises it in the main thread only when that thread runs.
+            finished, pending = concurrent.futures.wait(
+                pending, timeout=_SIGNAL_POLL_S, return_when="FIRST_COMPLETED"
+            )
 
-            if on_result is not None:
-                on_result(done)
+            for future in finished:
+                task = tasks[futures[future]]
+
+                try:
+                    done = future.result()
+                except Exception as error:  # a worker that died
+                    done = [
+                        Result("?", None, FAILED, 0.0, task.origin, one_line(error))
+                    ]
+
+                results[futures[future]] = done
+
+                if on_result is not None:
+                    on_result(done)
     except KeyboardInterrupt:
         _stop(pool, before)
 
