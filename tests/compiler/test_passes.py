@@ -1,5 +1,6 @@
 """The pass protocol and the pipeline runner: what fired, and the failing pass named."""
 
+import ast
 import gc
 
 import pytest
@@ -11,6 +12,7 @@ from ninetoothed_ascend.compiler.passes import (
     RewriteError,
     collection_paused,
     run_pipeline,
+    tile_names,
 )
 from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 
@@ -74,3 +76,21 @@ def test_collection_is_paused_inside_the_block_and_restored_after():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_tile_names_are_those_bound_to_an_arange_or_a_load_through_the_imports():
+    tree = ast.parse(
+        "import triton.language as tl\n"
+        "def kernel(p, n):\n"
+        "    pid = tl.program_id(0)\n"
+        "    offsets = pid * 4 + tl.arange(0, 4)\n"
+        "    x, y = tl.load(p + offsets), n\n"
+        "    total = 0\n"
+        "    total += tl.load(p)\n"
+        "    for arange in range(n):\n"
+        "        pass\n"
+    )
+    owner = Pass(target=None)
+    owner.aliases = {"tl": "triton.language"}
+
+    assert tile_names(owner, tree.body[1]) == {"offsets", "x", "y", "total"}

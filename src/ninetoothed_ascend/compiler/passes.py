@@ -9,6 +9,7 @@ import gc
 from ninetoothed_ascend.compiler import generated
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
+    assignments,
     constexpr_parameters,
     fix_statement_locations,
     insert_after_imports,
@@ -235,9 +236,7 @@ class LoadWrapperPass(Pass):
         return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
-        if not any(
-            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
-        ):
+        if not self.module.is_kernel(node):
             return node
 
         self.in_kernel = True
@@ -299,6 +298,31 @@ def arange_positions(owner, node):
     )
 
     return positions
+
+
+def tile_names(owner, function):
+    """The names ``function`` binds to a tile: an assignment whose value holds an ``arange`` or a ``load`` (``set`` of ``str``).
+
+    Every name of such an assignment's target counts; the others are
+    scalars (a program's indices and sizes). ``owner``: the
+    :class:`Pass` whose imports resolve the calls.
+    """
+
+    return {
+        name
+        for name, bindings in assignments(function).items()
+        if any(
+            binding.__class__ is not ast.For
+            and binding.value is not None
+            and any(
+                owner.is_call_to(
+                    inner, "triton.language.arange", "triton.language.load"
+                )
+                for inner in walk(binding.value)
+            )
+            for binding in bindings
+        )
+    }
 
 
 @dataclasses.dataclass(frozen=True)

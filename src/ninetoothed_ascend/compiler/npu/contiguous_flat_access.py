@@ -5,15 +5,16 @@ import dataclasses
 import itertools
 import math
 
-from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.generated import GeneratedModule, launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass, arange_positions
 from ninetoothed_ascend.compiler.syntax import (
-    import_aliases,
+    assignments,
+    binds_directly,
     insert_after_imports,
     keyword,
     operands,
     same,
-    statements,
+    single_assignments,
     structure,
     summands,
     walk,
@@ -303,27 +304,23 @@ def scalar_accesses(source):
     :return: ``list`` of ``(kernel name, "load" | "store", why)``.
     """
 
-    tree = ast.parse(source)
+    module = GeneratedModule(ast.parse(source))
     # Only resolves names through the imports: no target facts are read.
     owner = Pass(target=None)
-    owner.aliases = import_aliases(tree)
+    owner.aliases = module.aliases
     found = []
 
-    for kernel in tree.body:
-        if not isinstance(kernel, ast.FunctionDef):
-            continue
-
-        loaded = set()
-
-        for statement in statements(kernel):
-            if isinstance(statement, ast.Assign) and any(
-                _is_block_load(owner, node) for node in walk(statement.value)
-            ):
-                loaded.update(
-                    target.id
-                    for target in statement.targets
-                    if isinstance(target, ast.Name)
-                )
+    for kernel in module.kernels().values():
+        loaded = {
+            name
+            for name, bindings in assignments(kernel).items()
+            if any(
+                binding.__class__ is ast.Assign
+                and binds_directly(binding, name)
+                and any(_is_block_load(owner, node) for node in walk(binding.value))
+                for binding in bindings
+            )
+        }
 
         for call in walk(kernel):
             if not (
@@ -481,33 +478,15 @@ def _is_size_expression(node):
 def _zero_names(kernel):
     """The names a kernel assigns once, to an expression that is 0 for every integer (``pid % 1``)."""
 
-    assigned = {}
-
-    # Assignments are statements: the expressions are not walked.
-    for node in statements(kernel):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-
-            for target in targets:
-                for name in walk(target):
-                    if isinstance(name, ast.Name):
-                        assigned.setdefault(name.id, []).append(
-                            node.value if isinstance(node, ast.Assign) else None
-                        )
-
+    values = single_assignments(kernel)
     zeros = set()
     changed = True
 
     while changed:
         changed = False
 
-        for name, values in assigned.items():
-            if (
-                name not in zeros
-                and len(values) == 1
-                and values[0] is not None
-                and _is_zero(values[0], zeros)
-            ):
+        for name, value in values.items():
+            if name not in zeros and _is_zero(value, zeros):
                 zeros.add(name)
                 changed = True
 

@@ -1,20 +1,20 @@
 """Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
 
 import ast
-import collections
 
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     COLLAPSES,
     digit_groups,
 )
-from ninetoothed_ascend.compiler.passes import Pass, arange_positions
+from ninetoothed_ascend.compiler.passes import Pass, arange_positions, tile_names
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
+    assignments,
+    binds_directly,
     clone,
     keyword,
     same,
-    statements,
     summands,
     walk,
 )
@@ -152,7 +152,7 @@ class TransposeStridedTiles(Pass):
                 if _collapse_test(item.value) is not None
             }
             arguments = launch_arguments(kernel, launch_call)
-            tiles = _tile_names(self, kernel)
+            tiles = tile_names(self, kernel)
             rewriter = _Rewriter(self, kernel, launch_call, flags, arguments, tiles)
             rewriter.visit(kernel)
 
@@ -465,23 +465,15 @@ class _Rewriter(Transformer):
         if self._assigning is None:
             # The statements, found once; their values are read when asked,
             # as this rewriter may have replaced a load in one meanwhile.
-            self._assigning = collections.defaultdict(list)
+            self._assigning = assignments(self.kernel)
 
-            for node in walk(self.kernel):
-                if (
-                    isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                    and node.value is not None
-                ):
-                    targets = (
-                        node.targets if isinstance(node, ast.Assign) else [node.target]
-                    )
-
-                    for target in {
-                        target.id for target in targets if isinstance(target, ast.Name)
-                    }:
-                        self._assigning[target].append(node)
-
-        return [node.value for node in self._assigning.get(name, ())]
+        return [
+            node.value
+            for node in self._assigning.get(name, ())
+            if node.__class__ is not ast.For
+            and node.value is not None
+            and binds_directly(node, name)
+        ]
 
     def match(self, load):
         """``(FLAG, the launch's t, the launch's s)`` for a load of the matched form, else ``None``."""
@@ -631,32 +623,3 @@ def _collapse_test(value):
         return value
 
     return None
-
-
-def _tile_names(owner, kernel):
-    """Names the kernel assigns from an expression that holds ``arange`` or a load: tiles, not scalars."""
-
-    names = set()
-
-    # Assignments are statements: the expressions are not walked.
-    for node in statements(kernel):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            value = node.value
-
-            if value is not None and any(
-                owner.is_call_to(
-                    inner, "triton.language.arange", "triton.language.load"
-                )
-                for inner in walk(value)
-            ):
-                targets = (
-                    node.targets if isinstance(node, ast.Assign) else [node.target]
-                )
-                names.update(
-                    name.id
-                    for target in targets
-                    for name in walk(target)
-                    if isinstance(name, ast.Name)
-                )
-
-    return names
