@@ -32,6 +32,7 @@ import torch
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.check import compile_check
+from ninetoothed_ascend.compiler.facts import stored_layout
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
 from ninetoothed_ascend.compiler.syntax import import_aliases
 
@@ -97,6 +98,8 @@ def main():
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name == handle.kernel_name
         )
+        # Which constexprs choose a transposed access: kept with the variant.
+        layout = stored_layout(handle.entry.variants["npu"].facts, kernel.name)
 
         for dtype in (torch.float16, torch.float32):
             if dtype not in examples.dtypes(module):
@@ -106,7 +109,9 @@ def main():
             elem_sizes = pointer_sizes(handle, module.launch, inputs)
 
             for result in compile_check.check_variant(handle, module.launch, *inputs):
-                model = footprint(kernel, aliases, result.config, elem_sizes)
+                model = footprint(
+                    kernel, aliases, result.config, elem_sizes, layout=layout
+                )
                 alloc = mlir_bytes(
                     result.linalg, r"memref\.alloc\(\) : memref<([0-9a-z]+)>"
                 )

@@ -21,16 +21,18 @@ from ninetoothed_ascend.compiler.target import Target
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def rewrite(pass_class, source, target=None, then=()):
+def rewrite(pass_class, source, target=None, then=(), facts=None):
     """Run one pass on ``source`` for ``target`` (default: the NPU variant's here); return the new source and the number of rewrites.
 
     ``then``: passes run after it, with the facts it left (``Pass.facts``),
-    as the pipeline runs them; their rewrites are not counted.
+    as the pipeline runs them; their rewrites are not counted. ``facts``:
+    what earlier passes would have published about ``source`` (``dict``,
+    copied), for a source written by hand as their output.
     """
 
     tree = ast.parse(textwrap.dedent(source))
     target = target or Target.from_environment("npu")
-    facts = {}
+    facts = dict(facts or {})
     count = pass_class(target, facts).run(tree)
 
     for later in then:

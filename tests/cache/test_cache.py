@@ -539,3 +539,34 @@ def test_launch_requirements_are_read_with_the_first_checked_variant(
         module.launch(fresh, input.view(1, -1), other.view(1, -1))
 
     assert fresh.entry.launch["requirements"] == stored
+
+
+def test_a_variants_facts_are_stored_with_it_and_checked(cache_dir, caplog):
+    """What a variant keeps of its passes' facts comes back from the cache; an entry whose facts are not names is refused (and generated again)."""
+
+    cache = cache_module.Cache(cache_dir)
+    facts = {"kernel": {"layout_flags": ["F"], "transposed": ["T"]}}
+    entry = cache_module.Entry(
+        "kernel",
+        "launch",
+        {
+            "cuda": cache_module.Variant("x = 1\n"),
+            "npu": cache_module.Variant("x = 2\n", (("Pass", 1),), facts=facts),
+        },
+        definition="0" * 64,
+        launch={"parameters": ["x"], "tensors": [], "requirements": None},
+    )
+    cache.store("key", entry)
+
+    loaded = cache.load("key")
+
+    assert loaded.variants["npu"].facts == facts
+    assert loaded.variants["cuda"].facts == {}
+
+    path = cache_dir / "kernels" / "key.json"
+    stored = json.loads(path.read_text())
+    stored["variants"]["npu"]["facts"] = {"kernel": {"layout_flags": ["F; import os"]}}
+    path.write_text(json.dumps(stored))
+
+    assert cache.load("key") is None
+    assert "variant npu has malformed facts" in caplog.text

@@ -45,9 +45,10 @@ logger = logging.getLogger(__name__)
 
 #: Bump when the layout or the entry format changes. 2: entries record their
 #: key and definition. 3: an entry holds the CUDA variant and those of the
-#: others built so far, and the launch facts (:class:`Entry`); an entry of
-#: another format is ignored and the kernel generated again.
-FORMAT = 3
+#: others built so far, and the launch facts (:class:`Entry`). 4: each
+#: variant holds the facts its readers need (:attr:`Variant.facts`). An
+#: entry of another format is ignored and the kernel generated again.
+FORMAT = 4
 
 #: The variants an entry can hold; ``jit.variants.VARIANTS``. The first,
 #: NineToothed's own source, is in every entry: the others are built from it.
@@ -232,12 +233,17 @@ class Variant:
         changed the code, in pipeline order.
     :param error: why the variant could not be built, or ``None``.
     :param path: where ``source`` is stored, once stored.
+    :param facts: what the variant's readers need of the facts its passes
+        published (``compiler.facts.stored``: kernel name -> ``dict`` with
+        ``layout_flags`` and ``transposed``, ``list`` of parameter names,
+        for the UB model on the variant's source); ``{}`` for none.
     """
 
     source: str | None
     rewrites: tuple[tuple[str, int], ...] = ()
     error: str | None = None
     path: pathlib.Path | None = None
+    facts: dict = dataclasses.field(default_factory=dict)
 
     @property
     def digest(self):
@@ -301,8 +307,9 @@ def check_entry(stored, key):
     ``kernel_name`` and ``launch_name`` are identifiers, ``counters_delta``
     two non-negative ``int``, ``variants`` the first of
     :data:`VARIANT_NAMES` and any of the others, each with a ``digest``
-    (sha256 hex, or ``None`` with an ``error`` string) and ``rewrites``
-    (``[pass name, count]`` pairs), and ``launch`` as :class:`Entry`
+    (sha256 hex, or ``None`` with an ``error`` string), ``rewrites``
+    (``[pass name, count]`` pairs) and ``facts`` as :class:`Variant`
+    describes them (names that are identifiers), and ``launch`` as :class:`Entry`
     describes it, its parameter names identifiers and no keywords (a handle
     compiles a ``__call__`` with them).
 
@@ -377,6 +384,9 @@ def check_entry(stored, key):
             ),
             f"variant {name} has malformed rewrites",
         )
+        require(
+            _facts_are_names(record.get("facts")), f"variant {name} has malformed facts"
+        )
 
     require("launch" in stored, "launch is missing")
     problem = _launch_problem(stored["launch"])
@@ -418,6 +428,20 @@ def _launch_problem(launch):
         return "requirements are malformed"
 
     return None
+
+
+def _facts_are_names(facts):
+    # ``Variant.facts``: kernel name -> ``{"layout_flags": [...], "transposed": [...]}``.
+    return isinstance(facts, dict) and all(
+        _is_name(kernel)
+        and isinstance(kept, dict)
+        and set(kept) == {"layout_flags", "transposed"}
+        and all(
+            isinstance(names, list) and all(map(_is_name, names))
+            for names in kept.values()
+        )
+        for kernel, kept in facts.items()
+    )
 
 
 def _is_name(name):
@@ -544,7 +568,7 @@ class Cache:
         rewrites = tuple((name, count) for name, count in record["rewrites"])
 
         if record["digest"] is None:
-            return Variant(None, rewrites, record["error"])
+            return Variant(None, rewrites, record["error"], facts=record["facts"])
 
         path = self._sources / f"{record['digest']}.py"
         self._check_trusted(path)
@@ -553,7 +577,9 @@ class Cache:
         if hashlib.sha256(data).hexdigest() != record["digest"]:
             raise ValueError(f"{path} does not match its sha256")
 
-        return Variant(data.decode("utf-8"), rewrites, record["error"], path)
+        return Variant(
+            data.decode("utf-8"), rewrites, record["error"], path, record["facts"]
+        )
 
     def store(self, key, entry):
         """Write ``entry`` under ``key``: each source first, then the entry that names them.
@@ -593,6 +619,7 @@ class Cache:
                 "digest": digest,
                 "rewrites": list(variant.rewrites),
                 "error": variant.error,
+                "facts": variant.facts,
             }
 
         stored = {

@@ -7,6 +7,7 @@ import functools
 import gc
 
 from ninetoothed_ascend.compiler import generated
+from ninetoothed_ascend.compiler.facts import stored
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
     assignments,
@@ -333,11 +334,15 @@ class Rewritten:
     :param rewrites: ``(pass name, number of rewrites)`` for each pass that changed something.
     :param analysis: what :func:`run_pipeline`'s ``analyse`` returned for
         the source before any pass, or ``None``.
+    :param facts: what readers of the rewritten source need of the facts
+        its passes published (:func:`~ninetoothed_ascend.compiler.facts.stored`,
+        JSON): kept with the variant.
     """
 
     source: str
     rewrites: tuple[tuple[str, int], ...]
     analysis: object = None
+    facts: dict = dataclasses.field(default_factory=dict)
 
 
 def run_pipeline(source, passes, target=None, analyse=None):
@@ -396,7 +401,8 @@ def _rewrite(source, passes, target, analyse):
             rewrites.append((pass_class.__name__, count))
             module = module.rewritten(pass_class.INTRODUCES)
 
-    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis)
+    # The facts hold nodes of the tree: only their stored form outlives it.
+    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis, stored(facts))
 
 
 @contextlib.contextmanager

@@ -62,7 +62,7 @@ def build_variant(generated, name, launch=None):
     if analyse is not None:
         launch["requirements"] = rewritten.analysis
 
-    return Variant(rewritten.source, rewritten.rewrites)
+    return Variant(rewritten.source, rewritten.rewrites, facts=rewritten.facts)
 
 
 def emulated_variant(npu_source, kernel_name, device_type):

@@ -4,7 +4,9 @@ import ast
 import dataclasses
 import itertools
 import math
+import typing
 
+from ninetoothed_ascend.compiler.facts import FLAT_ACCESS_FLAGS
 from ninetoothed_ascend.compiler.generated import GeneratedModule, launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass, arange_positions
 from ninetoothed_ascend.compiler.syntax import (
@@ -94,10 +96,17 @@ class ContiguousFlatAccess(Pass):
     strides, leaving out those that are 0 for every integer (``x % 1``, and
     names assigned once to such an expression), and leaves out a digit's
     bounds (``D + offsets < s_k``, ``>= 0``) only where those offsets are 0.
+
+    Each flag is published as a :class:`FlatAccessFlag` under
+    :data:`~ninetoothed_ascend.compiler.facts.FLAT_ACCESS_FLAGS`: the later
+    passes and the UB model learn from it which parameter decides which
+    accesses, not from the rewritten addresses.
     """
 
     def run(self, tree, module=None):
         self._flags = {}
+        # Flag name -> its accesses, ``[(call, group)]``, for the fact.
+        self._accesses = {}
 
         return super().run(tree, module)
 
@@ -127,12 +136,13 @@ class ContiguousFlatAccess(Pass):
                     else []
                 )
                 flag = self._flag(kernel, launch_call, group, unit_strides)
+                self._accesses[flag.name].append((call, group))
                 mask = keyword(call, "mask")
 
                 if mask is not None:
-                    mask.value = _drop_digit_bounds(mask.value, group, flag, zeros)
+                    mask.value = _drop_digit_bounds(mask.value, group, flag.name, zeros)
 
-                call.args[0] = _replace_group(call.args[0], group, flag, zeros)
+                call.args[0] = _replace_group(call.args[0], group, flag.name, zeros)
                 self.rewrote()
 
     def _flag(self, kernel, launch_call, group, unit_strides):
@@ -144,11 +154,10 @@ class ContiguousFlatAccess(Pass):
 
         if key not in self._flags:
             name = f"{FLAG_PREFIX}{len(self._flags)}"
-            self._flags[key] = name
             kernel.args.args.append(
                 ast.arg(name, ast.parse("triton.language.constexpr").body)
             )
-            test = ast.Call(
+            collapses = ast.Call(
                 ast.Name(COLLAPSES, ast.Load()),
                 [
                     ast.Tuple(list(group.size_arguments), ast.Load()),
@@ -156,6 +165,7 @@ class ContiguousFlatAccess(Pass):
                 ],
                 [],
             )
+            test = collapses
 
             if unit_strides:
                 test = ast.BoolOp(
@@ -168,12 +178,64 @@ class ContiguousFlatAccess(Pass):
                 )
 
             launch_call.keywords.append(ast.keyword(name, test))
+            self._flags[key] = _Flag(
+                kernel.name, name, collapses, group.stride_arguments[-1]
+            )
+            self._accesses[name] = []
 
         return self._flags[key]
 
     def finish(self, tree):
-        if self._flags:
-            insert_after_imports(tree, ast.parse(COLLAPSES_SOURCE).body)
+        if not self._flags:
+            return
+
+        insert_after_imports(tree, ast.parse(COLLAPSES_SOURCE).body)
+
+        self.facts[FLAT_ACCESS_FLAGS] = {
+            flag.name: FlatAccessFlag(
+                flag.kernel,
+                flag.name,
+                flag.collapses,
+                flag.inner_stride,
+                tuple(self._accesses[flag.name]),
+            )
+            for flag in self._flags.values()
+        }
+
+
+class _Flag(typing.NamedTuple):
+    kernel: str
+    name: str
+    collapses: ast.Call
+    inner_stride: ast.expr
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatAccessFlag:
+    """A constexpr parameter :class:`ContiguousFlatAccess` added to a kernel: the fact it publishes under :data:`~ninetoothed_ascend.compiler.facts.FLAT_ACCESS_FLAGS`, by :attr:`name`.
+
+    The launch sets the flag to :attr:`collapses` (and, for a store's flag,
+    to its innermost stride being 1 as well); where it is true, each digit
+    group of :attr:`accesses` takes its affine fast path: the group's
+    summands ``G`` of the address became ``L * t if FLAG else G``.
+
+    :param kernel: ``str``, the kernel's name.
+    :param name: ``str``, the parameter.
+    :param collapses: ``ast.Call``, the launch's
+        ``ninetoothed_ascend_collapses(sizes, strides)`` of the flattened
+        dimensions (the node in the launch, not a copy).
+    :param inner_stride: ``ast.expr``, the launch's ``T.stride(k)`` of the
+        innermost flattened dimension: the fast path's step ``t``.
+    :param accesses: ``tuple`` of ``(ast.Call, DigitGroup)``: each
+        ``triton.language.load`` or ``store`` the flag decides and its digit
+        group, the nodes of the rewritten tree.
+    """
+
+    kernel: str
+    name: str
+    collapses: ast.Call
+    inner_stride: ast.expr
+    accesses: tuple
 
 
 @dataclasses.dataclass

@@ -4,12 +4,12 @@ import ast
 import itertools
 import math
 
+from ninetoothed_ascend.compiler.facts import LEADING_KEYS, layout_facts
 from ninetoothed_ascend.compiler.generated import (
     GeneratedModule,
     block_sizes,
     launch_arguments,
 )
-from ninetoothed_ascend.compiler.npu.filter_autotune_key import LEADING_KEYS
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass, RewriteError
 from ninetoothed_ascend.compiler.syntax import clone, insert_after_imports, keyword
@@ -107,10 +107,12 @@ class FitUnifiedBuffer(Pass):
         return node
 
     def footprint(self, kernel, constexprs, contiguous):
-        """The UB model's footprint of ``kernel`` (one :class:`KernelModel` per kernel, kept for the pass)."""
+        """The UB model's footprint of ``kernel`` (one :class:`KernelModel` per kernel, kept for the pass), with the layout facts of the passes before it."""
 
         if kernel not in self.models:
-            self.models[kernel] = KernelModel(kernel, self.aliases)
+            self.models[kernel] = KernelModel(
+                kernel, self.aliases, layout_facts(self.facts, kernel.name)
+            )
 
         return self.models[kernel].footprint(constexprs, contiguous=contiguous)
 
