@@ -268,10 +268,10 @@ class Entry:
         parameter names, ``list`` of ``str``, or ``None`` where it takes
         ``*args``/``**kwargs``), ``tensors`` (those that are tensors) and
         ``requirements`` (what it requires of its arguments, the fields of
-        ``jit.arguments.Requirements`` as lists, or ``None``; absent until
-        a variant whose launches are checked is built or a checked launch
-        asks for them, ``Handle.requirements``); ``None`` when unknown (then
-        the handle dispatches generically and checks nothing).
+        ``compiler.launch.Requirements`` as lists, or ``None``), the
+        compiler's analysis (``compiler.launch.launch_facts``); ``None``
+        when unknown (then the handle dispatches generically and checks
+        nothing).
     """
 
     kernel_name: str
