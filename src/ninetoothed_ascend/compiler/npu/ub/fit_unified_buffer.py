@@ -57,7 +57,7 @@ class FitUnifiedBuffer(Pass):
     footprint grows with ``D``); ``D`` leads the autotune key (with the
     innermost strides and layout flags the configs depend on, handed to
     :class:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.FilterAutotuneKey`
-    as the fact :data:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.LEADING_KEYS`); the launch
+    as the fact :data:`~ninetoothed_ascend.compiler.facts.LEADING_KEYS`); the launch
     refuses a ``D`` above the largest, before anything is compiled. A
     kernel whose tiles depend on a constexpr the caller passes as a block
     size is left to :class:`~ninetoothed_ascend.compiler.npu.ub.split_sub_blocks.SplitSubBlocks`.
@@ -156,7 +156,7 @@ class FitUnifiedBuffer(Pass):
         strides,
         flags=(),
     ):
-        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner and the launch's guards, and name the key's leading parameters (:data:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.LEADING_KEYS`).
+        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner and the launch's guards, and name the key's leading parameters (:data:`~ninetoothed_ascend.compiler.facts.LEADING_KEYS`).
 
         A strided launch is one with an innermost stride other than 1 or a
         layout flag false or not passed (a flattened tensor whose strides do
