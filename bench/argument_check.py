@@ -64,10 +64,7 @@ def main():
     print("| --- | --- | ---: | ---: | ---: |")
 
     for name, (handle, args) in cases.items():
-        entry = handle.entry
-        required = arguments.requirements(
-            entry.variants["cuda"].source, entry.kernel_name, entry.launch_name
-        )
+        required = handle.requirements
         checked = arguments.checked(nothing, required, name, "cpu")
         times = {"bare": [], "checked": []}
 

@@ -32,6 +32,7 @@ import sys
 
 from ninetoothed_ascend import examples
 from ninetoothed_ascend.check import bishengir, compile_check
+from ninetoothed_ascend.compiler.facts import stored_layout
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
 from ninetoothed_ascend.compiler.syntax import import_aliases
 from ninetoothed_ascend.compiler.target import soc
@@ -67,6 +68,8 @@ def rows(paths, raw, jobs, timeout, dtypes, ends):
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name == handle.kernel_name
         )
+        # Which constexprs choose a transposed access: kept with the variant.
+        layout = stored_layout(handle.entry.variants["npu"].facts, kernel.name)
 
         for dtype in examples.dtypes(module):
             if dtypes and str(dtype).removeprefix("torch.") not in dtypes:
@@ -93,7 +96,7 @@ def rows(paths, raw, jobs, timeout, dtypes, ends):
                     # As FitUnifiedBuffer measures: 4 bytes per element (the
                     # dtype is not known when configs are chosen), with the
                     # launch's specialized integers.
-                    model = footprint(kernel, aliases, constants)
+                    model = footprint(kernel, aliases, constants, layout=layout)
                     key = hashlib.sha256(linalg.encode()).hexdigest()
                     row = {
                         "kernel": handle.kernel_name,

@@ -26,7 +26,9 @@ def rewrite(pass_class, source, target=None, then=(), facts=None):
 
     ``then``: passes run after it, with the facts it left (``Pass.facts``),
     as the pipeline runs them; their rewrites are not counted. ``facts``:
-    what the pipeline's caller passes (``run_pipeline``'s ``facts``).
+    what the pipeline's caller passes (``run_pipeline``'s ``facts``), or
+    what earlier passes would have published about ``source`` (``dict``,
+    copied), for a source written by hand as their output.
     """
 
     tree = ast.parse(textwrap.dedent(source))

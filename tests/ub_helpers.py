@@ -1,5 +1,8 @@
 """Shared by the UB tests: small autotuned and strided modules, and recording a launch."""
 
+from ninetoothed_ascend.compiler.facts import FLAT_ACCESS_FLAGS
+from ninetoothed_ascend.compiler.npu.contiguous_flat_access import FlatAccessFlag
+
 AUTOTUNED = """
 import triton
 import triton.language
@@ -49,6 +52,13 @@ tuned = triton.autotune(configs=[triton.Config({'B': 32}, num_warps=8), triton.C
 def launch(p, q):
     tuned[lambda meta: ((p.numel() + meta['B'] - 1) // meta['B'],)](p, q, p.numel(), p.size(1), p.stride(0), p.stride(1), F=p.stride(0) == p.size(1) * p.stride(1))
 """
+
+#: What ``ContiguousFlatAccess`` publishes for :data:`FLATTENED`'s flag
+#: ``F``, written by hand as its output: which parameter chooses the
+#: address form (the UB model reads no other field).
+FLATTENED_FACTS = {
+    FLAT_ACCESS_FLAGS: {"F": FlatAccessFlag("kernel", "F", None, None, ())}
+}
 
 
 def record_launch(module, inputs, variant="npu"):

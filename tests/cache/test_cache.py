@@ -398,7 +398,7 @@ def test_make_builds_the_variant_of_the_likely_device_in_the_same_cache_write(
 def test_a_likely_variant_that_cannot_be_built_at_make_is_left_to_its_first_use(
     cache_dir, monkeypatch
 ):
-    """What building it raises outside its pipeline (here the launch analysis) is raised at its first use, as before ``make`` built it; NineToothed's source is stored."""
+    """What building it raises outside its passes is raised at its first use, as before ``make`` built it; NineToothed's source is stored, with the launch facts read from it."""
 
     from helpers import load_example
 
@@ -406,21 +406,23 @@ def test_a_likely_variant_that_cannot_be_built_at_make_is_left_to_its_first_use(
     from ninetoothed_ascend.jit import variants
 
     def broken(*args, **kwargs):
-        raise RuntimeError("launch analysis broke")
+        raise RuntimeError("pipeline broke")
 
-    working = variants.requirements_fact
+    working = variants.run_pipeline
     monkeypatch.setattr(host, "likely_call_device_type", lambda: "cpu")
-    monkeypatch.setattr(variants, "requirements_fact", broken)
+    monkeypatch.setattr(variants, "run_pipeline", broken)
     module = load_example("add")
     kernel = module.kernel
 
     assert list(kernel.entry.variants) == ["cuda"]
-    assert list(cache_module.Cache(cache_dir).load(kernel.key).variants) == ["cuda"]
+    stored = cache_module.Cache(cache_dir).load(kernel.key)
+    assert list(stored.variants) == ["cuda"]
+    assert stored.launch["requirements"]["ndims"] == [[0, 1], [1, 1], [2, 1]]
 
-    with pytest.raises(RuntimeError, match="launch analysis broke"):
+    with pytest.raises(RuntimeError, match="pipeline broke"):
         kernel.variant("cpu")
 
-    monkeypatch.setattr(variants, "requirements_fact", working)
+    monkeypatch.setattr(variants, "run_pipeline", working)
     assert "import triton.runtime.interpreter" in kernel.source("cpu")
     assert set(cache_module.Cache(cache_dir).load(kernel.key).variants) == {
         "cuda",
@@ -458,7 +460,8 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
     import torch
     from helpers import load_example
 
-    from ninetoothed_ascend.jit import arguments, dispatch
+    from ninetoothed_ascend.compiler import launch
+    from ninetoothed_ascend.jit import dispatch
     from ninetoothed_ascend.jit.handle import Handle
 
     module = load_example("add")
@@ -470,8 +473,8 @@ def test_a_handle_from_a_cache_hit_reads_no_source(cache_dir, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the source was analysed at run time")
 
-    monkeypatch.setattr(dispatch, "launch_parameters", refuse)
-    monkeypatch.setattr(arguments, "requirements", refuse)
+    monkeypatch.setattr(launch, "launch_parameters", refuse)
+    monkeypatch.setattr(launch, "requirements", refuse)
     handle = dispatch.new_handle(entry.kernel_name, module.kernel.key, entry)
 
     assert type(handle).__call__ is not Handle.__call__
@@ -510,36 +513,37 @@ def test_a_checked_variant_reads_the_launch_requirements_from_its_pipelines_pars
     ] == [[0, 1], [1, 1], [2, 1]]
 
 
-def test_launch_requirements_are_read_with_the_first_checked_variant(
+def test_launch_requirements_are_read_when_the_kernel_is_made(
     cache_dir, cuda_host, monkeypatch
 ):
-    """``make`` leaves them out (a kernel that runs only its CUDA variant checks nothing); building the CPU variant stores them; an entry without them reads them at the first checked launch."""
+    """A ``make`` that builds only the CUDA variant reads them from one parse of NineToothed's source; a handle made from an entry without them reads them when it is made, never at a launch."""
 
     import torch
     from helpers import load_example
 
+    from ninetoothed_ascend.compiler import launch
     from ninetoothed_ascend.jit import dispatch
 
     module = load_example("add")
     cache = cache_module.Cache(cache_dir)
+    entry = cache.load(module.kernel.key)
 
-    assert "requirements" not in cache.load(module.kernel.key).launch
+    assert list(entry.variants) == ["cuda"]
+    assert entry.launch["requirements"]["ndims"] == [[0, 1], [1, 1], [2, 1]]
 
-    fresh = dispatch.new_handle(
-        module.kernel.kernel_name, module.kernel.key, cache.load(module.kernel.key)
-    )
-    module.kernel.build(("cpu",))
-    stored = cache.load(module.kernel.key).launch["requirements"]
+    del entry.launch["requirements"]
+    fresh = dispatch.new_handle(module.kernel.kernel_name, module.kernel.key, entry)
 
-    assert stored["ndims"] == [[0, 1], [1, 1], [2, 1]]
+    assert entry.launch["requirements"]["ndims"] == [[0, 1], [1, 1], [2, 1]]
 
-    # The handle made before the CPU variant was stored reads them itself.
+    def refuse(*args, **kwargs):
+        raise AssertionError("the source was analysed at a launch")
+
+    monkeypatch.setattr(launch, "requirements", refuse)
     input, other = module.inputs("cpu", torch.float32)
 
     with pytest.raises(ValueError, match=r"kernel `add` \(cpu variant\)"):
         module.launch(fresh, input.view(1, -1), other.view(1, -1))
-
-    assert fresh.entry.launch["requirements"] == stored
 
 
 # Lock and path faults: the kernel runs from memory with one warning.
@@ -610,3 +614,39 @@ def test_a_cache_variable_naming_a_file_falls_back_with_one_warning(tmp_path):
     (warning,) = fault_warnings(result)
     assert f"{blocker} is not a directory" in warning
     assert result["path"].startswith(str(private))
+
+
+def test_a_variants_facts_are_stored_with_it_and_checked(cache_dir, caplog):
+    """What a variant keeps of its passes' facts comes back from the cache; an entry whose facts are not names is refused (and generated again)."""
+
+    cache = cache_module.Cache(cache_dir)
+    facts = {"kernel": {"layout_flags": ["F"], "transposed": ["T"]}}
+    entry = cache_module.Entry(
+        "kernel",
+        "launch",
+        {
+            "cuda": cache_module.Variant("import torch\n\ndef launch(x):\n    pass\n"),
+            "npu": cache_module.Variant(
+                "import torch\n\ndef launch(x):\n    return x\n",
+                (("Pass", 1),),
+                facts=facts,
+            ),
+        },
+        definition="0" * 64,
+        launch={"parameters": ["x"], "tensors": [], "requirements": None},
+        environment="0" * 64,
+    )
+    cache.store("key", entry)
+
+    loaded = cache.load("key")
+
+    assert loaded.variants["npu"].facts == facts
+    assert loaded.variants["cuda"].facts == {}
+
+    path = cache_dir / "kernels" / "key.json"
+    stored = json.loads(path.read_text())
+    stored["variants"]["npu"]["facts"] = {"kernel": {"layout_flags": ["F; import os"]}}
+    path.write_text(json.dumps(stored))
+
+    assert cache.load("key") is None
+    assert "variant npu has malformed facts" in caplog.text

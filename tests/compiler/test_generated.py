@@ -75,6 +75,10 @@ def test_kernels_are_told_apart_by_their_decorator_not_their_name():
 
     assert list(module.kernels()) == ["helper"]
     assert list(module.functions()) == ["helper", "kernel", "launch"]
+    functions = module.functions()
+    assert module.is_kernel(functions["helper"])
+    assert not module.is_kernel(functions["kernel"])
+    assert module.is_jit(functions["helper"].decorator_list[0])
     ((kernel, _),) = module.launches()
     assert kernel.name == "helper"
     assert module.autotuners()[0].block_sizes() == [{"B": 4}]

@@ -1,5 +1,7 @@
 """The pass protocol and the pipeline runner: what fired, and the failing pass named."""
 
+import ast
+
 import pytest
 
 from ninetoothed_ascend.compiler.npu.fold_true_mask import FoldTrueMask
@@ -8,6 +10,7 @@ from ninetoothed_ascend.compiler.passes import (
     PipelineError,
     RewriteError,
     run_pipeline,
+    tile_names,
 )
 from ninetoothed_ascend.compiler.pipelines import NPU as PIPELINE
 
@@ -52,3 +55,21 @@ def test_pipeline_reports_what_fired():
     ):
         assert names.index(before) < names.index(after)
     assert "load(p, mask=m, other=0)" in rewritten.source
+
+
+def test_tile_names_are_those_bound_to_an_arange_or_a_load_through_the_imports():
+    tree = ast.parse(
+        "import triton.language as tl\n"
+        "def kernel(p, n):\n"
+        "    pid = tl.program_id(0)\n"
+        "    offsets = pid * 4 + tl.arange(0, 4)\n"
+        "    x, y = tl.load(p + offsets), n\n"
+        "    total = 0\n"
+        "    total += tl.load(p)\n"
+        "    for arange in range(n):\n"
+        "        pass\n"
+    )
+    owner = Pass(target=None)
+    owner.aliases = {"tl": "triton.language"}
+
+    assert tile_names(owner, tree.body[1]) == {"offsets", "x", "y", "total"}

@@ -6,10 +6,13 @@ import textwrap
 
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
+    assignments,
+    binds_directly,
     clone,
     find,
     import_aliases,
     same,
+    single_assignments,
     statements,
     stored_names,
     structure,
@@ -248,3 +251,57 @@ def test_find_holds_the_nodes_of_a_class_that_walk_yields():
             expected = [node for node in walk(root) if isinstance(node, node_class)]
 
             assert sorted(map(id, find(root, node_class))) == sorted(map(id, expected))
+
+
+ASSIGNING = textwrap.dedent(
+    """
+    def kernel(p, n):
+        once = p + 1
+        twice = 0
+        twice += n
+        a, b = n, p
+        for i in range(n):
+            inner = i * 2
+        typed: int
+        noted: int = 3
+        if n:
+            also = once
+    """
+)
+
+
+def test_assignments_are_every_binding_statement_of_each_name_in_statement_order():
+    kernel = ast.parse(ASSIGNING).body[0]
+    bound = assignments(kernel)
+    lines = {name: [node.lineno for node in nodes] for name, nodes in bound.items()}
+
+    assert lines == {
+        "once": [3],
+        "twice": [4, 5],
+        "a": [6],
+        "b": [6],
+        "i": [7],
+        "typed": [9],
+        "noted": [10],
+        "inner": [8],
+        "also": [12],
+    }
+    assert binds_directly(bound["once"][0], "once")
+    assert not binds_directly(bound["a"][0], "a")
+
+
+def test_single_assignments_are_the_names_bound_once_by_an_equals_sign():
+    kernel = ast.parse(ASSIGNING).body[0]
+    values = {
+        name: ast.unparse(value) for name, value in single_assignments(kernel).items()
+    }
+
+    # ``twice`` is bound twice, ``i`` by a loop, ``typed`` and ``noted`` by
+    # annotations; a tuple target binds each of its names once.
+    assert values == {
+        "once": "p + 1",
+        "a": "(n, p)",
+        "b": "(n, p)",
+        "inner": "i * 2",
+        "also": "once",
+    }

@@ -47,9 +47,7 @@ def add(*shapes):
 )
 def test_the_cpu_variant_refuses_arguments_the_arrangement_cannot_take(shapes, message):
     kernel, tensors = add(*shapes)
-    parameters = arguments.requirements(
-        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
-    ).parameters
+    parameters = kernel.requirements.parameters
     before = [tensor.clone() for tensor in tensors]
 
     with pytest.raises(ValueError) as raised:
@@ -83,9 +81,7 @@ def test_meta_tensors_are_checked_by_shape_only():
     # Placeholders of tensors a kernel does not read (add's, as if it read
     # none): their shapes are checked, their data never.
     kernel = shared_example("add").kernel
-    required = arguments.requirements(
-        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
-    )
+    required = kernel.requirements
     launched = []
     checked = arguments.checked(
         lambda *args: launched.append(args),
@@ -115,44 +111,6 @@ def test_the_cuda_variant_keeps_ninetoothed_behaviour_unless_asked(monkeypatch):
     monkeypatch.setenv(arguments.CHECK_VARIABLE, "1")
 
     assert arguments.requested("cuda")
-
-
-@pytest.mark.parametrize(
-    "name, ndims, equal_sizes",
-    [
-        ("matmul", ((0, 2), (1, 2), (2, 2)), (((0, 0), (2, 0)),)),
-        # A row of the input and of the output per program: a 2-D tile's
-        # index is the program id divided by the number of its own column
-        # tiles.
-        ("softmax", ((0, 2), (1, 2)), (((0, 0), (1, 0)), ((0, 1), (1, 1)))),
-        ("add", ((0, 1), (1, 1), (2, 1)), (((0, 0), (1, 0), (2, 0)),)),
-        # Offsets built from index variables several assignments deep, and
-        # two groups in one kernel.
-        (
-            "paged_attention",
-            ((0, 4), (1, 4), (2, 4), (3, 2), (4, 2), (6, 4)),
-            (
-                ((0, 0), (3, 0), (4, 0), (6, 0)),
-                ((0, 1), (6, 1)),
-                ((1, 2), (2, 2)),
-            ),
-        ),
-        (
-            "topk_topp_sampling",
-            ((0, 2), (1, 2), (2, 1), (3, 1), (4, 1), (5, 1)),
-            (((0, 0), (1, 0)), ((2, 0), (3, 0), (4, 0), (5, 0))),
-        ),
-    ],
-)
-def test_requirements_are_read_from_the_generated_source(name, ndims, equal_sizes):
-    kernel = shared_example(name).kernel
-
-    required = arguments.requirements(
-        kernel.source("cuda"), kernel.entry.kernel_name, kernel.launch_name
-    )
-
-    assert required.ndims == ndims
-    assert required.equal_sizes == equal_sizes
 
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)

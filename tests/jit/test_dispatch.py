@@ -6,22 +6,9 @@ from helpers import load_example
 from ninetoothed import Tensor
 
 import ninetoothed_ascend
+from ninetoothed_ascend.compiler.launch import read_launch_facts
 from ninetoothed_ascend.jit import dispatch
 from ninetoothed_ascend.jit.handle import Handle
-from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
-
-
-def test_tensor_parameters_are_those_passed_with_sizes_and_strides():
-    kernel = load_example("rms_norm").kernel
-
-    parameters, tensors = dispatch.launch_parameters(
-        kernel.source("cuda"), kernel.launch_name
-    )
-
-    # rms_norm(input, weight, eps, num_normalized_elements, output): the two
-    # scalars (Tensor(0)) are passed as they are.
-    assert len(parameters) == 6 and parameters[-1] == "BLOCK_SIZE"
-    assert tensors == tuple(parameters[index] for index in (0, 1, 4))
 
 
 def test_handles_get_a_call_specialized_to_their_launch_function():
@@ -35,9 +22,7 @@ def test_specialized_call_runs_the_variant_by_position_and_by_keyword():
     module = load_example("rms_norm")
     input, weight = module.inputs("cpu", torch.float32)
     expected = module.reference(input, weight)
-    parameters, _ = dispatch.launch_parameters(
-        module.kernel.source("cuda"), module.kernel.launch_name
-    )
+    parameters = module.kernel.entry.launch["parameters"]
     output = torch.empty_like(input)
     arguments = (input, weight.view(1, -1), 1e-6, input.shape[-1], output, 1024)
 
@@ -66,18 +51,14 @@ def test_specialized_call_keeps_the_generic_errors():
 
 def test_a_parameter_named_like_the_generated_code_keeps_the_generic_call():
     kernel = load_example("add").kernel
-    (first, *_), _ = dispatch.launch_parameters(
-        kernel.source("cuda"), kernel.launch_name
-    )
+    first, *_ = kernel.entry.launch["parameters"]
     source = kernel.source("cuda").replace(first, "self")
     entry = kernel.entry
     entry = type(entry)(
         entry.kernel_name,
         entry.launch_name,
         entry.variants | {"cuda": type(entry.variants["cuda"])(source)},
-        launch=dispatch.launch_facts(
-            GeneratedSource(source, entry.kernel_name, entry.launch_name)
-        ),
+        launch=read_launch_facts(source, entry.kernel_name, entry.launch_name),
     )
 
     assert type(dispatch.new_handle(kernel.kernel_name, kernel.key, entry)) is Handle

@@ -326,7 +326,7 @@ class Cache:
         rewrites = tuple((name, count) for name, count in record["rewrites"])
 
         if record["digest"] is None:
-            return Variant(None, rewrites, record["error"])
+            return Variant(None, rewrites, record["error"], facts=record["facts"])
 
         path = self._sources / f"{record['digest']}.py"
         self._check_trusted(path)
@@ -341,7 +341,7 @@ class Cache:
         if f"\ndef {launch_name}(" not in source:
             raise EntryError(f"{path} defines no launch function {launch_name}")
 
-        return Variant(source, rewrites, record["error"], path)
+        return Variant(source, rewrites, record["error"], path, record["facts"])
 
     def store(self, key, entry):
         """Write ``entry`` under ``key``: each source first, then the entry that names them.
@@ -383,6 +383,7 @@ class Cache:
                 "digest": digest,
                 "rewrites": list(variant.rewrites),
                 "error": variant.error,
+                "facts": variant.facts,
             }
 
         stored = {

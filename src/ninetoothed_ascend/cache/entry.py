@@ -11,9 +11,10 @@ import re
 #: others built so far, and the launch facts (:class:`Entry`). 4: an entry
 #: records whether its NineToothed source was generated here from its
 #: definition (``verified``), and the digest of the environment it was made
-#: in (``environment``). An entry of another format is ignored and the
+#: in (``environment``). 5: each variant holds the facts its readers need
+#: (:attr:`Variant.facts`). An entry of another format is ignored and the
 #: kernel generated again.
-FORMAT = 4
+FORMAT = 5
 
 
 #: The variants an entry can hold; ``jit.variants.VARIANTS``. The first,
@@ -40,12 +41,17 @@ class Variant:
         changed the code, in pipeline order.
     :param error: why the variant could not be built, or ``None``.
     :param path: where ``source`` is stored, once stored.
+    :param facts: what the variant's readers need of the facts its passes
+        published (``compiler.facts.stored``: kernel name -> ``dict`` with
+        ``layout_flags`` and ``transposed``, ``list`` of parameter names,
+        for the UB model on the variant's source); ``{}`` for none.
     """
 
     source: str | None
     rewrites: tuple[tuple[str, int], ...] = ()
     error: str | None = None
     path: pathlib.Path | None = None
+    facts: dict = dataclasses.field(default_factory=dict)
 
     @property
     def digest(self):
@@ -70,9 +76,8 @@ class Entry:
         parameter names, ``list`` of ``str``, or ``None`` where it takes
         ``*args``/``**kwargs``), ``tensors`` (those that are tensors) and
         ``requirements`` (what it requires of its arguments, the fields of
-        ``jit.arguments.Requirements`` as lists, or ``None``; absent until
-        a variant whose launches are checked is built or a checked launch
-        asks for them, ``Handle.requirements``) and ``max_num_configs``
+        ``compiler.launch.Requirements`` as lists, or ``None``), the
+        compiler's analysis (``compiler.launch.launch_facts``), and ``max_num_configs``
         (the user's, a positive ``int``; absent where not given, and the
         NPU variant, built from it, bounds its configs by it); ``None``
         when unknown (then the handle dispatches generically and checks
@@ -124,8 +129,9 @@ def check_entry(stored, key):
     ``kernel_name`` and ``launch_name`` are identifiers, ``counters_delta``
     two non-negative ``int``, ``variants`` the first of
     :data:`VARIANT_NAMES` and any of the others, each with a ``digest``
-    (sha256 hex, or ``None`` with an ``error`` string) and ``rewrites``
-    (``[pass name, count]`` pairs), and ``launch`` as :class:`Entry`
+    (sha256 hex, or ``None`` with an ``error`` string), ``rewrites``
+    (``[pass name, count]`` pairs) and ``facts`` as :class:`Variant`
+    describes them (names that are identifiers), and ``launch`` as :class:`Entry`
     describes it, its parameter names identifiers and no keywords (a handle
     compiles a ``__call__`` with them), its requirements those of its own
     parameters (every index and dimension within range: a handle compiles
@@ -203,6 +209,9 @@ def check_entry(stored, key):
             ),
             f"variant {name} has malformed rewrites",
         )
+        require(
+            _facts_are_names(record.get("facts")), f"variant {name} has malformed facts"
+        )
 
     require("launch" in stored, "launch is missing")
     problem = _launch_problem(stored["launch"])
@@ -278,6 +287,20 @@ def _launch_problem(launch):
         return "requirements compare dimensions that are not there"
 
     return None
+
+
+def _facts_are_names(facts):
+    # ``Variant.facts``: kernel name -> ``{"layout_flags": [...], "transposed": [...]}``.
+    return isinstance(facts, dict) and all(
+        _is_name(kernel)
+        and isinstance(kept, dict)
+        and set(kept) == {"layout_flags", "transposed"}
+        and all(
+            isinstance(names, list) and all(map(_is_name, names))
+            for names in kept.values()
+        )
+        for kernel, kept in facts.items()
+    )
 
 
 def _is_name(name):

@@ -25,6 +25,7 @@ import time
 import torch
 
 from ninetoothed_ascend.check import bishengir as bishengir_compiler
+from ninetoothed_ascend.compiler.facts import stored_layout
 from ninetoothed_ascend.compiler.npu.ub import fit_unified_buffer as ub_configs
 from ninetoothed_ascend.compiler.npu.ub import model as ub_model
 from ninetoothed_ascend.compiler.syntax import import_aliases
@@ -263,7 +264,12 @@ def check_variant(
     )
 
     if extremes is not None:
-        arguments = _extremes(handle.source(variant), arguments, extremes)
+        arguments = _extremes(
+            handle.source(variant),
+            arguments,
+            extremes,
+            handle.entry.variants[variant].facts,
+        )
 
     compiled = []
 
@@ -287,7 +293,10 @@ def check_variant(
     return results
 
 
-def _extremes(source, arguments, order):
+def _extremes(source, arguments, order, facts):
+    # ``facts``: the variant's (``Variant.facts``): the UB model needs to
+    # know which constexprs choose a transposed access, which its source
+    # does not say.
     if order not in EXTREMES:
         raise ValueError(f"extremes must be one of {EXTREMES}, not {order!r}")
 
@@ -309,7 +318,13 @@ def _extremes(source, arguments, order):
             }
 
             try:
-                return (0, ub_model.footprint(kernels[0][0], aliases, numbers).peak)
+                kernel = kernels[0][0]
+                layout = stored_layout(facts, kernel.name)
+
+                return (
+                    0,
+                    ub_model.footprint(kernel, aliases, numbers, layout=layout).peak,
+                )
             except ub_model.UnknownSize:
                 pass
 

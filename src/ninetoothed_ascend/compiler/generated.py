@@ -213,11 +213,18 @@ class GeneratedModule:
         return {
             name: function
             for name, function in self.functions().items()
-            if any(
-                syntax.resolve(decorator, self.aliases) == "triton.jit"
-                for decorator in function.decorator_list
-            )
+            if self.is_kernel(function)
         }
+
+    def is_kernel(self, function):
+        """Whether ``function`` (an ``ast.FunctionDef``, at module level or not) is a ``triton.jit`` kernel: the one test of the passes."""
+
+        return any(self.is_jit(decorator) for decorator in function.decorator_list)
+
+    def is_jit(self, decorator):
+        """Whether ``decorator`` (an ``ast.expr``) resolves to ``triton.jit`` through the module's imports."""
+
+        return syntax.resolve(decorator, self.aliases) == "triton.jit"
 
     def autotuners(self):
         """The module-level autotuner statements, in order: ``list`` of :class:`Autotuner`."""

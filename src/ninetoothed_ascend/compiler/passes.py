@@ -5,8 +5,10 @@ import dataclasses
 import functools
 
 from ninetoothed_ascend.compiler import generated
+from ninetoothed_ascend.compiler.facts import stored
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
+    assignments,
     constexpr_parameters,
     fix_statement_locations,
     insert_after_imports,
@@ -233,9 +235,7 @@ class LoadWrapperPass(Pass):
         return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
-        if not any(
-            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
-        ):
+        if not self.module.is_kernel(node):
             return node
 
         self.in_kernel = True
@@ -299,6 +299,31 @@ def arange_positions(owner, node):
     return positions
 
 
+def tile_names(owner, function):
+    """The names ``function`` binds to a tile: an assignment whose value holds an ``arange`` or a ``load`` (``set`` of ``str``).
+
+    Every name of such an assignment's target counts; the others are
+    scalars (a program's indices and sizes). ``owner``: the
+    :class:`Pass` whose imports resolve the calls.
+    """
+
+    return {
+        name
+        for name, bindings in assignments(function).items()
+        if any(
+            binding.__class__ is not ast.For
+            and binding.value is not None
+            and any(
+                owner.is_call_to(
+                    inner, "triton.language.arange", "triton.language.load"
+                )
+                for inner in walk(binding.value)
+            )
+            for binding in bindings
+        )
+    }
+
+
 @dataclasses.dataclass(frozen=True)
 class Rewritten:
     """The result of a pipeline.
@@ -307,11 +332,15 @@ class Rewritten:
     :param rewrites: ``(pass name, number of rewrites)`` for each pass that changed something.
     :param analysis: what :func:`run_pipeline`'s ``analyse`` returned for
         the source before any pass, or ``None``.
+    :param facts: what readers of the rewritten source need of the facts
+        its passes published (:func:`~ninetoothed_ascend.compiler.facts.stored`,
+        JSON): kept with the variant.
     """
 
     source: str
     rewrites: tuple[tuple[str, int], ...]
     analysis: object = None
+    facts: dict = dataclasses.field(default_factory=dict)
 
 
 def run_pipeline(source, passes, target=None, analyse=None, facts=None):
@@ -368,4 +397,5 @@ def run_pipeline(source, passes, target=None, analyse=None, facts=None):
             rewrites.append((pass_class.__name__, count))
             module = module.rewritten(pass_class.INTRODUCES)
 
-    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis)
+    # The facts hold nodes of the tree: only their stored form outlives it.
+    return Rewritten(ast.unparse(tree) + "\n", tuple(rewrites), analysis, stored(facts))

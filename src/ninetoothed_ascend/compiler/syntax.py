@@ -485,6 +485,67 @@ def statements(tree):
         yield node
 
 
+def assignments(function):
+    """The statements that bind each name of ``function``: ``dict`` name -> ``list`` of statements, in :func:`statements`' order.
+
+    The one assignment analysis of the passes. A binding is an ``=``
+    (``ast.Assign``), an augmented or annotated assignment, or a ``for``
+    loop; every ``ast.Name`` of its target counts (a tuple unpacked, and the
+    names of a subscripted or attribute target), once per occurrence. Only
+    the statements are walked, not the expressions, most of a kernel's
+    nodes.
+
+    :param function: ``ast.FunctionDef`` (or any AST).
+    """
+
+    bound = {}
+
+    for node in statements(function):
+        node_class = node.__class__
+
+        if node_class is ast.Assign:
+            targets = node.targets
+        elif node_class in _TARGET_STATEMENTS:
+            targets = (node.target,)
+        else:
+            continue
+
+        for target in targets:
+            for name in walk(target):
+                if name.__class__ is ast.Name:
+                    bound.setdefault(name.id, []).append(node)
+
+    return bound
+
+
+def single_assignments(function):
+    """The names ``function`` binds exactly once, by ``=``: ``dict`` name -> the assigned value (``ast.expr``).
+
+    Such a name holds that value wherever it is read after the assignment
+    (:func:`assignments` counts every binding).
+    """
+
+    return {
+        name: nodes[0].value
+        for name, nodes in assignments(function).items()
+        if len(nodes) == 1 and nodes[0].__class__ is ast.Assign
+    }
+
+
+def binds_directly(statement, name):
+    """Whether ``statement`` (one of :func:`assignments`' bindings) binds ``name`` as a whole target, not inside a tuple or a subscript."""
+
+    targets = (
+        statement.targets if statement.__class__ is ast.Assign else (statement.target,)
+    )
+
+    return any(target.__class__ is ast.Name and target.id == name for target in targets)
+
+
+#: The statements besides ``ast.Assign`` that bind their ``target``.
+_TARGET_STATEMENTS = (ast.AugAssign, ast.AnnAssign, ast.For)
+
+
 _STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
 
 

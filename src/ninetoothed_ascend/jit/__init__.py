@@ -17,7 +17,8 @@ from ninetoothed_ascend import host
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.cache.entry import text_digest
-from ninetoothed_ascend.jit.dispatch import launch_facts, new_handle
+from ninetoothed_ascend.compiler.launch import read_launch_facts
+from ninetoothed_ascend.jit.dispatch import new_handle
 from ninetoothed_ascend.jit.environment import Memos, device_properties, installation
 from ninetoothed_ascend.jit.fingerprint import (
     definition_digest,
@@ -532,8 +533,9 @@ def _generate(annotated_application, options, properties, counters_before):
 def _entry(generated, counters_delta, all_variants=False):
     # NineToothed's own source and the variant the first call most likely
     # needs, unless asked for all: the others are built at their first use
-    # (``Handle.build``).
-    launch = launch_facts(generated)
+    # (``Handle.build``). The launch facts come from the first pipeline's
+    # parse (``build_variant``), else from one parse of the source.
+    launch = {}
 
     if all_variants:
         variants = {name: build_variant(generated, name, launch) for name in VARIANTS}
@@ -557,6 +559,16 @@ def _entry(generated, counters_delta, all_variants=False):
                     generated.kernel_name,
                     error,
                 )
+
+    if "requirements" not in launch:
+        launch.update(
+            read_launch_facts(
+                generated.source, generated.kernel_name, generated.launch_name
+            )
+        )
+
+    if generated.max_num_configs is not None:
+        launch["max_num_configs"] = generated.max_num_configs
 
     return Entry(
         kernel_name=generated.kernel_name,

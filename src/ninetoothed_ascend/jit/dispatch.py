@@ -11,17 +11,16 @@ types, a ``meta`` placeholder, an argument that is not a tensor, a first
 call) falls back to the generic path, which applies the device rule
 (:meth:`Handle.__call__`: ``meta`` tensors do not vote) and raises the errors.
 
-The parameters are read from NineToothed's source once, when the kernel is
-generated (:func:`launch_facts`), and stored with its cache entry; a handle
-made from a cache hit reads them from the entry.
+The parameters are the compiler's analysis of NineToothed's source
+(:func:`~ninetoothed_ascend.compiler.launch.launch_facts`), made once, when
+the kernel is generated, and stored with its cache entry; a handle reads
+them from the entry.
 """
 
-import ast
 import functools
 
 import torch
 
-from ninetoothed_ascend.compiler.syntax import walk
 from ninetoothed_ascend.jit.handle import Handle
 
 #: Variant name → the ``torch.Tensor`` property that says a tensor is on its device type.
@@ -37,7 +36,8 @@ def new_handle(kernel_name, key, entry, cache=None, launches=None, on_call=()):
     :param kernel_name: ``str``.
     :param key: ``str``, the cache key.
     :param entry: :class:`~ninetoothed_ascend.cache.Entry`; its ``launch``
-        facts (:func:`launch_facts`) decide the ``__call__``.
+        facts (:func:`~ninetoothed_ascend.compiler.launch.launch_facts`)
+        decide the ``__call__``.
     :param cache: as :class:`Handle`.
     :param launches: as :class:`Handle`.
     :param on_call: ``tuple`` of callables ``(handle, args, kwargs)`` called
@@ -81,75 +81,6 @@ class ObservedHandle(Handle):
             observer(self, args, kwargs)
 
         return super().__call__(*args, **kwargs)
-
-
-def launch_facts(generated):
-    """Read, once per generated kernel, what its handles need to know about its launch function.
-
-    What its launches require of their arguments is added where a variant
-    whose launches are checked is built
-    (:func:`~ninetoothed_ascend.jit.variants.build_variant`), or at the
-    first checked launch (:attr:`~ninetoothed_ascend.jit.handle.Handle.requirements`).
-
-    :param generated: :class:`~ninetoothed_ascend.jit.ninetoothed_adapter.GeneratedSource`.
-    :return: ``dict`` for :attr:`ninetoothed_ascend.cache.Entry.launch`:
-        ``parameters`` and ``tensors`` from :func:`launch_parameters`
-        (``None`` and ``[]`` when it cannot tell), and ``max_num_configs``
-        where the user gave one.
-    """
-
-    parameters = launch_parameters(generated.source, generated.launch_name)
-
-    facts = {
-        "parameters": list(parameters[0]) if parameters is not None else None,
-        "tensors": list(parameters[1]) if parameters is not None else [],
-    }
-
-    if generated.max_num_configs is not None:
-        facts["max_num_configs"] = generated.max_num_configs
-
-    return facts
-
-
-def launch_parameters(source, launch_name):
-    """Read the parameters of the launch function ``launch_name`` in generated ``source``.
-
-    NineToothed's launch function passes every tensor parameter with its
-    ``.size(i)`` and ``.stride(i)``; scalar parameters (``Tensor(0)``) are
-    passed as they are. So a parameter is a tensor exactly when the function
-    calls ``.size`` or ``.stride`` on it.
-
-    :param source: ``str``, a generated module.
-    :param launch_name: ``str``.
-    :return: ``(parameters, tensor_parameters)``: ``tuple`` of ``str``, all
-        the parameters, and those that are tensors; ``None`` if the function
-        is not found or takes ``*args`` or ``**kwargs``.
-    """
-
-    start = source.find(f"\ndef {launch_name}(")
-
-    if start < 0:
-        return None
-
-    # The launch function is the module's last definition: parse only it.
-    (function,) = ast.parse(source[start:]).body[:1]
-    signature = function.args
-
-    if signature.vararg or signature.kwarg or signature.kwonlyargs:
-        return None
-
-    names = [argument.arg for argument in signature.args]
-    tensors = {
-        node.func.value.id
-        for node in walk(function)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("size", "stride")
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id in names
-    }
-
-    return tuple(names), tuple(name for name in names if name in tensors)
 
 
 def _resolve_and_launch(variant):

@@ -3,9 +3,7 @@
 A handle is made from a cache entry that holds NineToothed's source (the CUDA
 variant) and the facts about its launch function read when it was generated
 (:attr:`~ninetoothed_ascend.cache.Entry.launch`): it runs no pass itself, and
-reads the source only for what its launches require of their arguments
-(:attr:`Handle.requirements`), once per entry, where the entry was made
-without the variants that check them. A variant the entry lacks (``make``
+neither it nor a launch reads any source. A variant the entry lacks (``make``
 builds the one of the device the process most likely calls with) is built
 at its first use (a call with tensors of its device type, :meth:`Handle.source`,
 :meth:`Handle.variant`, ...) by :mod:`~ninetoothed_ascend.jit.variants`, or
@@ -24,12 +22,10 @@ import torch
 
 from ninetoothed_ascend.cache import Variant
 from ninetoothed_ascend.compiler import emulation, pipelines
+from ninetoothed_ascend.compiler.launch import Requirements, read_launch_facts
 from ninetoothed_ascend.jit import arguments
 from ninetoothed_ascend.jit.ninetoothed_adapter import GeneratedSource
 from ninetoothed_ascend.jit.variants import VARIANTS, build_variant, emulated_variant
-
-#: :attr:`Handle.requirements` before it is read.
-_UNREAD = object()
 
 
 class VariantUnavailableError(RuntimeError):
@@ -74,8 +70,8 @@ class Handle:
         self._launches = dict(launches or {})
         self._emulated_sources = {}
         self._emulated_launches = {}
-        self._requirements = _UNREAD
         self._recovered = False
+        self._requirements = self._read_requirements()
 
     def __call__(self, *args, **kwargs):
         device_type = None
@@ -227,7 +223,7 @@ class Handle:
                 name: value for name, value in launch.items() if name != "requirements"
             },
         )
-        self._requirements = _UNREAD
+        self._requirements = self._read_requirements()
         self._emulated_sources.clear()
         self._emulated_launches.clear()
         self.build((failed,))
@@ -481,13 +477,6 @@ class Handle:
         for name, variant in stored.variants.items():
             self._entry.variants.setdefault(name, variant)
 
-        if (
-            stored.launch
-            and "requirements" in stored.launch
-            and self._entry.launch is not None
-        ):
-            self._entry.launch.setdefault("requirements", stored.launch["requirements"])
-
     def _store(self, cache, built, raise_errors):
         try:
             cache.store(self.key, self._entry)
@@ -514,41 +503,39 @@ class Handle:
         built = tuple(name for name in names if name not in variants)
 
         for name in built:
-            # Stored with the variants whose launches are checked.
-            variants[name] = build_variant(generated, name, self._entry.launch)
+            variants[name] = build_variant(generated, name)
 
         return built
 
     @property
     def requirements(self):
-        """What the launch function requires of its arguments: :class:`~ninetoothed_ascend.jit.arguments.Requirements`, or ``None`` where nothing is checked.
+        """What the launch function requires of its arguments: :class:`~ninetoothed_ascend.compiler.launch.Requirements`, or ``None`` where nothing is checked.
 
-        Read from the entry, where building a variant whose launches are
-        checked (:meth:`build`, from the source its pipeline parses) added
-        them; otherwise from NineToothed's source at the first request (1 to
-        5 ms, which a ``make`` of a kernel that runs only its CUDA variant
-        does not pay), then added to the entry.
+        The compiler's analysis, stored with the entry
+        (:func:`~ninetoothed_ascend.compiler.launch.launch_facts`).
         """
 
-        if self._requirements is _UNREAD:
-            launch = self._entry.launch
-
-            if launch is None:  # an entry whose launch is unknown checks nothing
-                self._requirements = None
-            else:
-                if "requirements" not in launch:
-                    launch["requirements"] = arguments.requirements_fact(
-                        self._entry.variants["cuda"].source,
-                        self._entry.kernel_name,
-                        self._entry.launch_name,
-                    )
-
-                fact = launch["requirements"]
-                self._requirements = (
-                    arguments.Requirements.from_json(fact) if fact is not None else None
-                )
-
         return self._requirements
+
+    def _read_requirements(self):
+        # An entry without them (set aside by ``_recover``, or made by hand)
+        # has them analysed here, once, from NineToothed's source: never at
+        # a launch.
+        launch = self._entry.launch
+
+        if launch is None:
+            return None
+
+        if "requirements" not in launch:
+            launch["requirements"] = read_launch_facts(
+                self._entry.variants["cuda"].source,
+                self._entry.kernel_name,
+                self._entry.launch_name,
+            )["requirements"]
+
+        fact = launch["requirements"]
+
+        return Requirements.from_json(fact) if fact is not None else None
 
     def _built(self, name):
         _check_variant_name(name)

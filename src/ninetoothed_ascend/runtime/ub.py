@@ -3,6 +3,7 @@
 import ast
 import functools
 
+from ninetoothed_ascend.compiler.facts import LayoutFacts
 from ninetoothed_ascend.compiler.npu.ub.model import footprint
 from ninetoothed_ascend.compiler.syntax import constexpr_parameters
 
@@ -11,7 +12,7 @@ class UnifiedBufferOverflowError(ValueError):
     """A launch whose tiles the UB model says do not fit the Unified Buffer, refused before any compile."""
 
 
-def refuse_overflow(kernel_source, aliases, arguments, budget):
+def refuse_overflow(kernel_source, aliases, arguments, budget, transposed=()):
     """Refuse a launch of a kernel sized by its caller whose tiles do not fit the Unified Buffer.
 
     Called by the NPU variant's launch function (``SplitSubBlocks`` inserts
@@ -31,6 +32,9 @@ def refuse_overflow(kernel_source, aliases, arguments, budget):
         sizes and strides).
     :param budget: ``int``, bytes of Unified Buffer of the SoC the variant
         was generated for.
+    :param transposed: ``tuple`` of ``str``, the kernel's constexpr
+        parameters that choose ``TransposeStridedTiles``' transposed accesses
+        (:attr:`~ninetoothed_ascend.compiler.facts.LayoutFacts.transposed`).
     :raises UnifiedBufferOverflowError: the model's peak exceeds ``budget``;
         names the kernel, the bytes, the block sizes and what to do.
     """
@@ -46,7 +50,7 @@ def refuse_overflow(kernel_source, aliases, arguments, budget):
             and (name in constexprs or (type(value) is int and value == 1))
         )
     )
-    peak = _peak(kernel_source, aliases, known)
+    peak = _peak(kernel_source, aliases, known, tuple(transposed))
 
     if peak > budget:
         # NineToothed passes a block size as given and rounded up to a power
@@ -79,5 +83,10 @@ def _constexprs(kernel, aliases):
 
 
 @functools.cache
-def _peak(kernel_source, aliases, known):
-    return footprint(_kernel(kernel_source), dict(aliases), dict(known)).peak
+def _peak(kernel_source, aliases, known, transposed):
+    return footprint(
+        _kernel(kernel_source),
+        dict(aliases),
+        dict(known),
+        layout=LayoutFacts(transposed=frozenset(transposed)),
+    ).peak

@@ -210,17 +210,21 @@ def test_a_reduction_over_dim_0_of_a_contiguous_tensor_takes_the_transposed_load
 def test_the_ub_model_bounds_an_undecided_transposed_access_by_the_plain_one():
     # FitUnifiedBuffer does not know the launch's choice; the plain load,
     # strided wherever the transposed one is taken, bounds it (docs/ub.md).
+    # Which parameters choose a transposed access is the pass's fact, kept
+    # with the variant (Rewritten.facts).
+    from ninetoothed_ascend.compiler.facts import LayoutFacts, stored_layout
     from ninetoothed_ascend.compiler.npu.ub.model import footprint
     from ninetoothed_ascend.compiler.syntax import import_aliases
 
-    def peaks(source):
-        tree = ast.parse(source)
+    def peaks(rewritten, layout=None):
+        tree = ast.parse(rewritten.source)
         kernel = next(
             node
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name == "kernel"
         )
         flags = [arg.arg for arg in kernel.args.args if "flat_affine" in arg.arg]
+        layout = layout or stored_layout(rewritten.facts, "kernel")
 
         return [
             footprint(
@@ -228,13 +232,21 @@ def test_the_ub_model_bounds_an_undecided_transposed_access_by_the_plain_one():
                 import_aliases(tree),
                 {"BLOCK": 64, "N": 32} | dict.fromkeys(flags, fast),
                 contiguous=fast,
+                layout=layout,
             ).peak
             for fast in (True, False)
         ]
 
-    plain = run_pipeline(TRANSPOSED, [ContiguousFlatAccess]).source
-    transposed = rewrite(TRANSPOSED).source
+    plain = run_pipeline(TRANSPOSED, [ContiguousFlatAccess])
+    transposed = rewrite(TRANSPOSED)
 
-    assert "trans(" in transposed
+    assert "trans(" in transposed.source
+    assert sorted(transposed.facts["kernel"]["transposed"]) == sorted(
+        name
+        for name in launch_keywords(transposed.source)
+        if name.startswith(FLAG_PREFIX)
+    )
     assert all(peaks(plain))
     assert peaks(transposed) == peaks(plain)
+    # Without the facts, both branches of the choice are counted.
+    assert peaks(transposed, LayoutFacts()) != peaks(plain)

@@ -34,9 +34,7 @@ class IndexLoopBounds(Pass):
     TRIGGERS = ("range",)
 
     def visit_FunctionDef(self, node):
-        if any(
-            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
-        ):
+        if self.module.is_kernel(node):
             _RangeBoundWrapper(self).visit(node)
 
         return node

@@ -24,7 +24,7 @@ class InterpretKernels(Pass):
 
     def visit_FunctionDef(self, node):
         for index, decorator in enumerate(node.decorator_list):
-            if self.resolve(decorator) == "triton.jit":
+            if self.module.is_jit(decorator):
                 node.decorator_list[index] = ast.parse(
                     "triton.runtime.interpreter.InterpretedFunction", mode="eval"
                 ).body

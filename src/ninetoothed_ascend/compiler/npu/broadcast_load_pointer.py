@@ -2,13 +2,12 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.passes import Pass, tile_names
 from ninetoothed_ascend.compiler.syntax import (
     clone,
     find,
     insert_after_imports,
     keyword,
-    statements,
     walk,
 )
 
@@ -98,23 +97,7 @@ class BroadcastLoadPointer(Pass):
         return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
-        self._block_names = {
-            target.id
-            for statement in statements(node)
-            if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            and statement.value is not None
-            and any(
-                self.is_call_to(call, "triton.language.arange", "triton.language.load")
-                for call in walk(statement.value)
-            )
-            for target in walk(
-                ast.Tuple(
-                    getattr(statement, "targets", None) or [statement.target],
-                    ast.Store(),
-                )
-            )
-            if isinstance(target, ast.Name)
-        }
+        self._block_names = tile_names(self, node)
         self.generic_visit(node)
 
         return node

@@ -5,16 +5,19 @@ import dataclasses
 import itertools
 import math
 import operator
+import typing
 
-from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.facts import FLAT_ACCESS_FLAGS
+from ninetoothed_ascend.compiler.generated import GeneratedModule, launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass, arange_positions
 from ninetoothed_ascend.compiler.syntax import (
-    import_aliases,
+    assignments,
+    binds_directly,
     insert_after_imports,
     keyword,
     operands,
     same,
-    statements,
+    single_assignments,
     structure,
     summands,
     walk,
@@ -119,10 +122,17 @@ class ContiguousFlatAccess(Pass):
         whose filters step `P * Q`: as a DMA, 2 of 8 fp16 configs of batch 1
         reached `hivmc`, as the scalar store 8 of 8; `TransposeStridedTiles`
         stores it transposed)
+
+    Each flag is published as a :class:`FlatAccessFlag` under
+    :data:`~ninetoothed_ascend.compiler.facts.FLAT_ACCESS_FLAGS`: the later
+    passes and the UB model learn from it which parameter decides which
+    accesses, not from the rewritten addresses.
     """
 
     def run(self, tree, module=None):
         self._flags = {}
+        # Flag name -> its accesses, ``[(call, group)]``, for the fact.
+        self._accesses = {}
 
         return super().run(tree, module)
 
@@ -152,12 +162,13 @@ class ContiguousFlatAccess(Pass):
                     else []
                 )
                 flag = self._flag(kernel, launch_call, group, unit_strides)
+                self._accesses[flag.name].append((call, group))
                 mask = keyword(call, "mask")
 
                 if mask is not None:
-                    mask.value = _drop_digit_bounds(mask.value, group, flag, zeros)
+                    mask.value = _drop_digit_bounds(mask.value, group, flag.name, zeros)
 
-                call.args[0] = _replace_group(call.args[0], group, flag, zeros)
+                call.args[0] = _replace_group(call.args[0], group, flag.name, zeros)
                 self.rewrote()
 
     def _flag(self, kernel, launch_call, group, unit_strides):
@@ -169,11 +180,10 @@ class ContiguousFlatAccess(Pass):
 
         if key not in self._flags:
             name = f"{FLAG_PREFIX}{len(self._flags)}"
-            self._flags[key] = name
             kernel.args.args.append(
                 ast.arg(name, ast.parse("triton.language.constexpr", mode="eval").body)
             )
-            test = ast.Call(
+            collapses = ast.Call(
                 ast.Name(COLLAPSES, ast.Load()),
                 [
                     ast.Tuple(list(group.size_arguments), ast.Load()),
@@ -181,6 +191,7 @@ class ContiguousFlatAccess(Pass):
                 ],
                 [],
             )
+            test = collapses
 
             if unit_strides:
                 test = ast.BoolOp(
@@ -193,12 +204,64 @@ class ContiguousFlatAccess(Pass):
                 )
 
             launch_call.keywords.append(ast.keyword(name, test))
+            self._flags[key] = _Flag(
+                kernel.name, name, collapses, group.stride_arguments[-1]
+            )
+            self._accesses[name] = []
 
         return self._flags[key]
 
     def finish(self, tree):
-        if self._flags:
-            insert_after_imports(tree, ast.parse(COLLAPSES_SOURCE).body)
+        if not self._flags:
+            return
+
+        insert_after_imports(tree, ast.parse(COLLAPSES_SOURCE).body)
+
+        self.facts[FLAT_ACCESS_FLAGS] = {
+            flag.name: FlatAccessFlag(
+                flag.kernel,
+                flag.name,
+                flag.collapses,
+                flag.inner_stride,
+                tuple(self._accesses[flag.name]),
+            )
+            for flag in self._flags.values()
+        }
+
+
+class _Flag(typing.NamedTuple):
+    kernel: str
+    name: str
+    collapses: ast.Call
+    inner_stride: ast.expr
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatAccessFlag:
+    """A constexpr parameter :class:`ContiguousFlatAccess` added to a kernel: the fact it publishes under :data:`~ninetoothed_ascend.compiler.facts.FLAT_ACCESS_FLAGS`, by :attr:`name`.
+
+    The launch sets the flag to :attr:`collapses` (and, for a store's flag,
+    to its innermost stride being 1 as well); where it is true, each digit
+    group of :attr:`accesses` takes its affine fast path: the group's
+    summands ``G`` of the address became ``L * t if FLAG else G``.
+
+    :param kernel: ``str``, the kernel's name.
+    :param name: ``str``, the parameter.
+    :param collapses: ``ast.Call``, the launch's
+        ``ninetoothed_ascend_collapses(sizes, strides)`` of the flattened
+        dimensions (the node in the launch, not a copy).
+    :param inner_stride: ``ast.expr``, the launch's ``T.stride(k)`` of the
+        innermost flattened dimension: the fast path's step ``t``.
+    :param accesses: ``tuple`` of ``(ast.Call, DigitGroup)``: each
+        ``triton.language.load`` or ``store`` the flag decides and its digit
+        group, the nodes of the rewritten tree.
+    """
+
+    kernel: str
+    name: str
+    collapses: ast.Call
+    inner_stride: ast.expr
+    accesses: tuple
 
 
 @dataclasses.dataclass
@@ -330,27 +393,23 @@ def scalar_accesses(source):
     :return: ``list`` of ``(kernel name, "load" | "store", why)``.
     """
 
-    tree = ast.parse(source)
+    module = GeneratedModule(ast.parse(source))
     # Only resolves names through the imports: no target facts are read.
     owner = Pass(target=None)
-    owner.aliases = import_aliases(tree)
+    owner.aliases = module.aliases
     found = []
 
-    for kernel in tree.body:
-        if not isinstance(kernel, ast.FunctionDef):
-            continue
-
-        loaded = set()
-
-        for statement in statements(kernel):
-            if isinstance(statement, ast.Assign) and any(
-                _is_block_load(owner, node) for node in walk(statement.value)
-            ):
-                loaded.update(
-                    target.id
-                    for target in statement.targets
-                    if isinstance(target, ast.Name)
-                )
+    for kernel in module.kernels().values():
+        loaded = {
+            name
+            for name, bindings in assignments(kernel).items()
+            if any(
+                binding.__class__ is ast.Assign
+                and binds_directly(binding, name)
+                and any(_is_block_load(owner, node) for node in walk(binding.value))
+                for binding in bindings
+            )
+        }
 
         for call in walk(kernel):
             if not (
@@ -508,33 +567,15 @@ def _is_size_expression(node):
 def _zero_names(kernel):
     """The names a kernel assigns once, to an expression that is 0 for every integer (``pid % 1``)."""
 
-    assigned = {}
-
-    # Assignments are statements: the expressions are not walked.
-    for node in statements(kernel):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-
-            for target in targets:
-                for name in walk(target):
-                    if isinstance(name, ast.Name):
-                        assigned.setdefault(name.id, []).append(
-                            node.value if isinstance(node, ast.Assign) else None
-                        )
-
+    values = single_assignments(kernel)
     zeros = set()
     changed = True
 
     while changed:
         changed = False
 
-        for name, values in assigned.items():
-            if (
-                name not in zeros
-                and len(values) == 1
-                and values[0] is not None
-                and _is_zero(values[0], zeros)
-            ):
+        for name, value in values.items():
+            if name not in zeros and _is_zero(value, zeros):
                 zeros.add(name)
                 changed = True
 

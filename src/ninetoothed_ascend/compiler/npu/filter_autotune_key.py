@@ -2,16 +2,10 @@
 
 import ast
 
+from ninetoothed_ascend.compiler.facts import LEADING_KEYS
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import walk
-
-#: The fact (:attr:`~ninetoothed_ascend.compiler.passes.Pass.facts`) under
-#: which an earlier pass of the pipeline names, per autotuner name, the
-#: parameters that must lead its key: ``dict`` name -> ``list`` of ``str``
-#: (:class:`~ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer.FitUnifiedBuffer`:
-#: the launch sizes, innermost strides and layout flags its configs depend on).
-LEADING_KEYS = "autotune_key_leading"
 
 
 class FilterAutotuneKey(Pass):
@@ -36,7 +30,8 @@ class FilterAutotuneKey(Pass):
     Dropping strides means a layout change with equal sizes reuses the
     tuned config; the config only decides speed, never results.
 
-    The parameters an earlier pass names under :data:`LEADING_KEYS` come
+    The parameters an earlier pass names under
+    :data:`~ninetoothed_ascend.compiler.facts.LEADING_KEYS` come
     first, whatever they are: configs chosen per launch size or layout are
     not reused for another. So the key is decided here, once. An autotuner
     whose launch cannot be found keeps its order. Runs after

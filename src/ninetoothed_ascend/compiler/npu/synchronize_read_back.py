@@ -3,7 +3,12 @@
 import ast
 
 from ninetoothed_ascend.compiler.passes import Pass
-from ninetoothed_ascend.compiler.syntax import find, keyword, statements, summands, walk
+from ninetoothed_ascend.compiler.syntax import (
+    find,
+    keyword,
+    single_assignments,
+    summands,
+)
 
 _BARRIER = "triton.language.debug_barrier()"
 
@@ -62,9 +67,7 @@ class SynchronizeReadBack(Pass):
     """
 
     def visit_FunctionDef(self, node):
-        if not any(
-            self.resolve(decorator) == "triton.jit" for decorator in node.decorator_list
-        ):
+        if not self.module.is_kernel(node):
             return node
 
         self._bases = _PointerBases(node)
@@ -144,28 +147,7 @@ class _PointerBases:
 
     def __init__(self, kernel):
         self._parameters = {argument.arg for argument in kernel.args.args}
-        assigned = {}
-
-        # Assignments are statements: the expressions, most of the kernel, are not walked.
-        for node in statements(kernel):
-            targets = ()
-
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
-                targets = (node.target,)
-
-            for target in targets:
-                for name in walk(target):
-                    if isinstance(name, ast.Name):
-                        value = node.value if isinstance(node, ast.Assign) else None
-                        assigned.setdefault(name.id, []).append(value)
-
-        self._values = {
-            name: values[0]
-            for name, values in assigned.items()
-            if len(values) == 1 and values[0] is not None
-        }
+        self._values = single_assignments(kernel)
 
     def __call__(self, expression, seen=frozenset()):
         bases = set()

@@ -1,20 +1,19 @@
 """Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
 
 import ast
-import collections
+import dataclasses
 
+from ninetoothed_ascend.compiler.facts import FLAT_ACCESS_FLAGS, TRANSPOSED_ACCESSES
 from ninetoothed_ascend.compiler.generated import launch_arguments
-from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
-    COLLAPSES,
-    digit_groups,
-)
-from ninetoothed_ascend.compiler.passes import Pass, arange_positions
+from ninetoothed_ascend.compiler.npu.contiguous_flat_access import COLLAPSES
+from ninetoothed_ascend.compiler.passes import Pass, arange_positions, tile_names
 from ninetoothed_ascend.compiler.syntax import (
     Transformer,
+    assignments,
+    binds_directly,
     clone,
     keyword,
     same,
-    statements,
     summands,
     walk,
 )
@@ -66,8 +65,10 @@ class TransposeStridedTiles(Pass):
 
     Matched by structure, after ``ContiguousFlatAccess``: a ``tl.load`` whose
     address is the pointer, one flattened row group ``L * t if FLAG else
-    <its digits>`` (``FLAG`` a constexpr the launch sets through
-    ``ninetoothed_ascend_collapses``) varying along the tile's outer axis,
+    <its digits>`` (``FLAG`` one of ``ContiguousFlatAccess``'s flags, read
+    from its fact :data:`~ninetoothed_ascend.compiler.facts.FLAT_ACCESS_FLAGS`
+    with the collapse test the launch sets it to, the fast path's step ``t``
+    and the digit group) varying along the tile's outer axis,
     and one column term ``C * s`` varying along the innermost axis, ``s`` a
     stride parameter; every ``arange`` in the address and mask indexed 2-D
     and every other name a scalar. Rewrite::
@@ -176,6 +177,10 @@ class TransposeStridedTiles(Pass):
         batch >= 2: one transposed DMA per image a tile reaches; the loop never
         reaches a launch whose rows collapse whole, whose `ttadapter` output
         stays byte-identical; the UB model takes the `else`)
+
+    Each new flag (``T``, ``S``) is published as a :class:`TransposedAccess`
+    under :data:`~ninetoothed_ascend.compiler.facts.TRANSPOSED_ACCESSES`,
+    which tells the UB model which branch is the plain access.
     """
 
     # The per-image store is a loop over the images a tile reaches.
@@ -187,24 +192,66 @@ class TransposeStridedTiles(Pass):
         return super().run(tree, module)
 
     def visit_Module(self, node):
+        published = self.facts.get(FLAT_ACCESS_FLAGS, {})
+        self._transposed = {}
+
         for kernel, launch_call in self.module.launches():
             flags = {
-                item.arg: _collapse_test(item.value)
-                for item in launch_call.keywords
-                if _collapse_test(item.value) is not None
+                name: flag
+                for name, flag in published.items()
+                if flag.kernel == kernel.name
             }
+
+            if not flags:
+                continue
+
             arguments = launch_arguments(kernel, launch_call)
-            tiles = _tile_names(self, kernel)
+            tiles = tile_names(self, kernel)
             rewriter = _Rewriter(self, kernel, launch_call, flags, arguments, tiles)
             rewriter.visit(kernel)
 
+        if self._transposed:
+            self.facts[TRANSPOSED_ACCESSES] = self._transposed
+
         return node
 
-    def new_flag(self):
+    def new_flag(self, kernel, access, flat_flag, form):
+        """A new flag's name, published as a :class:`TransposedAccess` of ``kernel`` (``ast.FunctionDef``)."""
+
         name = f"{FLAG_PREFIX}{self._count}"
         self._count += 1
+        self._transposed[name] = TransposedAccess(
+            kernel.name, name, access, flat_flag, form
+        )
 
         return name
+
+
+@dataclasses.dataclass(frozen=True)
+class TransposedAccess:
+    """A constexpr parameter :class:`TransposeStridedTiles` added: the fact it publishes under :data:`~ninetoothed_ascend.compiler.facts.TRANSPOSED_ACCESSES`, by :attr:`name`.
+
+    Where the launch sets it, the kernel takes the transposed form of
+    :attr:`access`; elsewhere the access as it was. The UB model counts the
+    access as it was, which bounds the transposed form
+    (:class:`~ninetoothed_ascend.compiler.facts.LayoutFacts`).
+
+    :param kernel: ``str``, the kernel's name.
+    :param name: ``str``, the parameter.
+    :param access: ``ast.Call``, the ``triton.language.load`` or ``store``
+        as it was, the else-branch of the choice.
+    :param flat_flag: ``str``, the ``ContiguousFlatAccess`` flag of its rows.
+    :param form: ``"load"`` (``tl.trans(<the load transposed>) if T else
+        <the load>``), ``"store"`` (``<the store transposed> if T else <the
+        store>``) or ``"segments"`` (``if T: <one transposed store per image>
+        else: <the store's choice>``).
+    """
+
+    kernel: str
+    name: str
+    access: ast.Call
+    flat_flag: str
+    form: str
 
 
 class _Rewriter(Transformer):
@@ -236,27 +283,19 @@ class _Rewriter(Transformer):
             return node
 
         flag, unit_stride, column_stride = match
-        name = self.flag([clone(self.flags[flag])], unit_stride, column_stride)
+        name = self.flag(
+            [clone(self.flags[flag].collapses)],
+            unit_stride,
+            column_stride,
+            (node, flag, "store" if is_store else "load"),
+        )
         transposed = SwapAxes().visit(on_path(clone(node), flag))
         self.owner.rewrote()
 
         if is_store:
             # The value as the output's type, then transposed: swapping its
             # axes (``SwapAxes``) would not transpose the value's own tiles.
-            value = ast.Call(
-                ast.Attribute(clone(node.args[1]), "to", ast.Load()),
-                [
-                    ast.Attribute(
-                        ast.Attribute(
-                            clone(next(summands(node.args[0]))), "dtype", ast.Load()
-                        ),
-                        "element_ty",
-                        ast.Load(),
-                    )
-                ],
-                [],
-            )
-            transposed.args[1] = self.trans(node, value)
+            transposed.args[1] = self.trans(node, _as_output_type(node))
             choice = ast.IfExp(ast.Name(name, ast.Load()), transposed, node)
             self._stores[id(choice)] = (node, *match)
 
@@ -264,10 +303,13 @@ class _Rewriter(Transformer):
 
         return ast.IfExp(ast.Name(name, ast.Load()), self.trans(node, transposed), node)
 
-    def flag(self, collapse_tests, unit_stride, column_stride):
-        """A new constexpr parameter, which the launch sets to ``collapse_tests`` (``ast`` expressions) ``and t == 1 and s != 1``."""
+    def flag(self, collapse_tests, unit_stride, column_stride, chosen):
+        """A new constexpr parameter, which the launch sets to ``collapse_tests`` (``ast`` expressions) ``and t == 1 and s != 1``.
 
-        name = self.owner.new_flag()
+        ``chosen``: ``(the access, its rows' flag, the form)`` it chooses, for the fact.
+        """
+
+        name = self.owner.new_flag(self.kernel, *chosen)
         self.kernel.args.args.append(
             ast.arg(name, ast.parse("triton.language.constexpr", mode="eval").body)
         )
@@ -306,9 +348,10 @@ class _Rewriter(Transformer):
             [],
         )
         name = self.flag(
-            [inner, ast.UnaryOp(ast.Not(), clone(self.flags[flag]))],
+            [inner, ast.UnaryOp(ast.Not(), clone(self.flags[flag].collapses))],
             unit_stride,
             column_stride,
+            (store, flag, "segments"),
         )
 
         # Part of the store's rewrite, counted there.
@@ -321,14 +364,16 @@ class _Rewriter(Transformer):
     def segment_group(self, store, flag):
         """The :class:`~ninetoothed_ascend.compiler.npu.contiguous_flat_access.DigitGroup` of the rows of ``store`` (a matched store, ``FLAG`` its rows' flag), else ``None``.
 
-        The rows' general path must be that group's digits alone, its flat
-        index ``L`` one ``arange(0, B)`` (indexed 2-D) plus scalars, its outer
-        digit ``L // D`` and no digit offset: then within one value ``n`` of
-        the outer digit the address is ``n * t0 + (L - n * D) * t_inner``.
+        The group the fact of ``FLAG`` gives for ``store``, whose digits are
+        the rows' general path; its flat index ``L`` must be one ``arange(0,
+        B)`` (indexed 2-D) plus scalars, its outer digit ``L // D`` and no
+        digit have an offset: then within one value ``n`` of the outer digit
+        the address is ``n * t0 + (L - n * D) * t_inner``.
         """
 
-        row = _flagged_row(store, flag)
-        groups = list(digit_groups(self.owner, row.orelse, self.arguments))
+        groups = [
+            group for access, group in self.flags[flag].accesses if access is store
+        ]
 
         if len(groups) != 1:
             return None
@@ -342,8 +387,7 @@ class _Rewriter(Transformer):
         outer = group.digits[0]
 
         if not (
-            len(group.terms) == len(list(summands(row.orelse)))
-            and not any(group.offsets)
+            not any(group.offsets)
             and len(lanes) == 1
             and isinstance(lanes[0], ast.Subscript)
             and self.owner.is_call_to(lanes[0].value, "triton.language.arange")
@@ -361,65 +405,72 @@ class _Rewriter(Transformer):
     def segments(self, store, flag, group, name):
         """The statements that store ``store``'s value transposed, once, then one masked DMA per value of ``group``'s outer digit the tile's rows reach."""
 
-        flat = ast.unparse(group.flat_index)
-        images = ast.unparse(group.digits[0].right)
-        value = f"{name}_value"
+        value = ast.Name(f"{name}_value", ast.Store())
         index = f"{name}_index"
+        flat = group.flat_index
+        images = group.digits[0].right
         (lanes,) = [
-            term
-            for term in summands(group.flat_index)
-            if arange_positions(self.owner, term)
+            term for term in summands(flat) if arange_positions(self.owner, term)
         ]
-        first = (
-            " + ".join(
-                ast.unparse(term)
-                for term in summands(group.flat_index)
-                if term is not lanes
-            )
-            or "0"
-        )
+        first = _sum(term for term in summands(flat) if term is not lanes)
         segment = clone(store)
-        row = _flagged_row(segment, flag)
-        row.body = ast.parse(
-            f"({flat} - {index} * ({images})) * {group.strides[-1]}"
-            f" + {index} * {group.strides[0]}",
-            mode="eval",
-        ).body
-        segment = on_path(segment, flag)
-        bounds = (
-            f"({flat} >= {index} * ({images})) & ({flat} < ({index} + 1) * ({images}))"
+        # Within image ``n``, the rows' address is ``n * t0 + (L - n * D) * t``.
+        _flagged_row(segment, flag).body = _add(
+            _multiply(
+                ast.BinOp(
+                    clone(flat), ast.Sub(), _multiply(_name(index), clone(images))
+                ),
+                _name(group.strides[-1]),
+            ),
+            _multiply(_name(index), _name(group.strides[0])),
         )
+        segment = on_path(segment, flag)
+        bounds = [
+            ast.Compare(
+                clone(flat), [ast.GtE()], [_multiply(_name(index), clone(images))]
+            ),
+            ast.Compare(
+                clone(flat),
+                [ast.Lt()],
+                [_multiply(_add(_name(index), ast.Constant(1)), clone(images))],
+            ),
+        ]
         mask = keyword(segment, "mask")
 
         if mask is None:
-            segment.keywords.append(
-                ast.keyword("mask", ast.parse(bounds, mode="eval").body)
-            )
+            segment.keywords.append(ast.keyword("mask", _conjunction(bounds)))
         else:
-            mask.value = ast.parse(
-                f"({ast.unparse(mask.value)}) & {bounds}", mode="eval"
-            ).body
+            mask.value = _conjunction([mask.value, *bounds])
 
         segment = SwapAxes().visit(segment)
-        segment.args[1] = ast.Name(value, ast.Load())
+        segment.args[1] = _name(value.id)
+        extent = clone(lanes.value.args[-1])
+        loop = ast.For(
+            ast.Name(index, ast.Store()),
+            ast.Call(
+                _name("range"),
+                [
+                    ast.BinOp(first, ast.FloorDiv(), clone(images)),
+                    _add(
+                        ast.BinOp(
+                            ast.BinOp(
+                                _add(clone(first), extent), ast.Sub(), ast.Constant(1)
+                            ),
+                            ast.FloorDiv(),
+                            clone(images),
+                        ),
+                        ast.Constant(1),
+                    ),
+                ],
+                [],
+            ),
+            [ast.Expr(segment)],
+            [],
+        )
+
         # The value as the output's type, then transposed, once: swapping its
         # axes (``SwapAxes``) would not transpose the value's own tiles.
-        transposed = self.trans(
-            store,
-            ast.parse(
-                f"({ast.unparse(store.args[1])})"
-                f".to({ast.unparse(next(summands(store.args[0])))}.dtype.element_ty)",
-                mode="eval",
-            ).body,
-        )
-        extent = ast.unparse(lanes.value.args[-1])
-        loop = ast.parse(
-            f"for {index} in range(({first}) // ({images}),"
-            f" ({first} + {extent} - 1) // ({images}) + 1):\n    pass"
-        ).body[0]
-        loop.body = [ast.Expr(segment)]
-
-        return [ast.Assign([ast.Name(value, ast.Store())], transposed), loop]
+        return [ast.Assign([value], self.trans(store, _as_output_type(store))), loop]
 
     def trans(self, call, node):
         """``tl.trans(node)``, spelled through the module ``call`` (a ``tl`` call) is reached by."""
@@ -507,23 +558,15 @@ class _Rewriter(Transformer):
         if self._assigning is None:
             # The statements, found once; their values are read when asked,
             # as this rewriter may have replaced a load in one meanwhile.
-            self._assigning = collections.defaultdict(list)
+            self._assigning = assignments(self.kernel)
 
-            for node in walk(self.kernel):
-                if (
-                    isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                    and node.value is not None
-                ):
-                    targets = (
-                        node.targets if isinstance(node, ast.Assign) else [node.target]
-                    )
-
-                    for target in {
-                        target.id for target in targets if isinstance(target, ast.Name)
-                    }:
-                        self._assigning[target].append(node)
-
-        return [node.value for node in self._assigning.get(name, ())]
+        return [
+            node.value
+            for node in self._assigning.get(name, ())
+            if node.__class__ is not ast.For
+            and node.value is not None
+            and binds_directly(node, name)
+        ]
 
     def match(self, load):
         """``(FLAG, the launch's t, the launch's s)`` for a load of the matched form, else ``None``."""
@@ -557,6 +600,8 @@ class _Rewriter(Transformer):
 
         (row,), (column,) = rows, columns
 
+        # The rows: one digit group ``ContiguousFlatAccess`` gave a fast path
+        # (its fact's flag chooses the address form).
         if not (
             isinstance(row, ast.IfExp)
             and isinstance(row.test, ast.Name)
@@ -566,19 +611,6 @@ class _Rewriter(Transformer):
             and isinstance(column.right, ast.Name)
             and column.right.id in self.arguments
         ):
-            return None
-
-        unit = [
-            term
-            for term in summands(row.body)
-            if arange_positions(self.owner, term)
-            and isinstance(term, ast.BinOp)
-            and isinstance(term.op, ast.Mult)
-            and isinstance(term.right, ast.Name)
-            and term.right.id in self.arguments
-        ]
-
-        if len(unit) != 1:
             return None
 
         scope = [pointer] + ([mask.value] if mask is not None else [])
@@ -592,7 +624,7 @@ class _Rewriter(Transformer):
 
         return (
             row.test.id,
-            self.arguments[unit[0].right.id],
+            self.flags[row.test.id].inner_stride,
             self.arguments[column.right.id],
         )
 
@@ -659,46 +691,53 @@ def _flagged_row(access, flag):
     return row
 
 
-def _collapse_test(value):
-    """The ``ninetoothed_ascend_collapses(...)`` call of a launch keyword's value, alone or ``and``-ed with stride tests (a store's flag), else ``None``."""
-
-    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
-        value = value.values[0]
-
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Name)
-        and value.func.id == COLLAPSES
-    ):
-        return value
-
-    return None
+def _name(identifier):
+    return ast.Name(identifier, ast.Load())
 
 
-def _tile_names(owner, kernel):
-    """Names the kernel assigns from an expression that holds ``arange`` or a load: tiles, not scalars."""
+def _add(left, right):
+    return ast.BinOp(left, ast.Add(), right)
 
-    names = set()
 
-    # Assignments are statements: the expressions are not walked.
-    for node in statements(kernel):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            value = node.value
+def _multiply(left, right):
+    return ast.BinOp(left, ast.Mult(), right)
 
-            if value is not None and any(
-                owner.is_call_to(
-                    inner, "triton.language.arange", "triton.language.load"
-                )
-                for inner in walk(value)
-            ):
-                targets = (
-                    node.targets if isinstance(node, ast.Assign) else [node.target]
-                )
-                names.update(
-                    name.id
-                    for target in targets
-                    for name in walk(target)
-                    if isinstance(name, ast.Name)
-                )
 
-    return names
+def _sum(terms):
+    """Copies of ``terms`` added left to right; ``0`` for none."""
+
+    total = None
+
+    for term in terms:
+        total = clone(term) if total is None else _add(total, clone(term))
+
+    return ast.Constant(0) if total is None else total
+
+
+def _conjunction(terms):
+    """``terms`` (``ast`` expressions) joined by ``&``, left to right."""
+
+    total, *rest = terms
+
+    for term in rest:
+        total = ast.BinOp(total, ast.BitAnd(), term)
+
+    return total
+
+
+def _as_output_type(store):
+    """``value.to(P.dtype.element_ty)`` of a ``tl.store(P + ..., value)``: a copy of the stored value, converted to the output's element type."""
+
+    return ast.Call(
+        ast.Attribute(clone(store.args[1]), "to", ast.Load()),
+        [
+            ast.Attribute(
+                ast.Attribute(
+                    clone(next(summands(store.args[0]))), "dtype", ast.Load()
+                ),
+                "element_ty",
+                ast.Load(),
+            )
+        ],
+        [],
+    )

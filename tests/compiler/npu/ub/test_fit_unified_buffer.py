@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 from helpers import example_cases, rewrite, shared_example
-from ub_helpers import AUTOTUNED, FLATTENED, STRIDED, record_launch
+from ub_helpers import AUTOTUNED, FLATTENED, FLATTENED_FACTS, STRIDED, record_launch
 
 from ninetoothed_ascend.compiler.npu.filter_autotune_key import FilterAutotuneKey
 from ninetoothed_ascend.compiler.npu.ub import fit_unified_buffer as ub_configs
@@ -144,7 +144,9 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_layout_flags(
     # 12 bytes per lane with the flag true, 48 with it false: 48 KB fit
     # 4096 lanes, or 1024 (NineToothed's 32 and 1024, not extended).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
-    source, count = rewrite(FitUnifiedBuffer, FLATTENED, then=KEYED)
+    source, count = rewrite(
+        FitUnifiedBuffer, FLATTENED, then=KEYED, facts=FLATTENED_FACTS
+    )
     tree = ast.parse(source)
 
     def tried(flag, s1=1):

@@ -7,6 +7,7 @@ import pytest
 from helpers import shared_example
 from ub_helpers import FLATTENED, STRIDED
 
+from ninetoothed_ascend.compiler.facts import LayoutFacts
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
     kernel_configs,
 )
@@ -125,8 +126,12 @@ def test_model_prices_a_flattened_gather_by_its_layout_flag():
     # False: the gather's 32-byte blocks and its index vectors (16 bytes per
     # lane, to the statement's end; flat_cast/flat_mul, BiShengIR).
     assert peak(F=False) == 1024 * (32 + 16)
-    flags = footprint(kernel, aliases, {"B": 1024}, contiguous=True).layout_flags
-    assert flags == {"F"}
+    # The flags are the facts ContiguousFlatAccess publishes: which
+    # parameter chooses an address form is not guessed from the address.
+    layout = LayoutFacts(layout_flags=frozenset({"F"}))
+    flags = footprint(kernel, aliases, {"B": 1024}, contiguous=True, layout=layout)
+    assert flags.layout_flags == {"F"}
+    assert not footprint(kernel, aliases, {"B": 1024}, contiguous=True).layout_flags
 
 
 def test_model_drops_a_reduced_negative_axis():

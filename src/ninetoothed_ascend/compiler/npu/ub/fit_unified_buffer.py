@@ -4,12 +4,12 @@ import ast
 import itertools
 import math
 
+from ninetoothed_ascend.compiler.facts import LEADING_KEYS, layout_facts
 from ninetoothed_ascend.compiler.generated import (
     GeneratedModule,
     block_sizes,
     launch_arguments,
 )
-from ninetoothed_ascend.compiler.npu.filter_autotune_key import LEADING_KEYS
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass, RewriteError
 from ninetoothed_ascend.compiler.syntax import clone, insert_after_imports, keyword
@@ -81,7 +81,7 @@ class FitUnifiedBuffer(Pass):
     footprint grows with ``D``); ``D`` leads the autotune key (with the
     innermost strides and layout flags the configs depend on, handed to
     :class:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.FilterAutotuneKey`
-    as the fact :data:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.LEADING_KEYS`); the launch
+    as the fact :data:`~ninetoothed_ascend.compiler.facts.LEADING_KEYS`); the launch
     refuses a ``D`` above the largest, before anything is compiled. A
     kernel whose tiles depend on a constexpr the caller passes as a block
     size is left to :class:`~ninetoothed_ascend.compiler.npu.ub.split_sub_blocks.SplitSubBlocks`.
@@ -140,10 +140,12 @@ class FitUnifiedBuffer(Pass):
         return node
 
     def footprint(self, kernel, constexprs, contiguous):
-        """The UB model's footprint of ``kernel`` (one :class:`KernelModel` per kernel, kept for the pass)."""
+        """The UB model's footprint of ``kernel`` (one :class:`KernelModel` per kernel, kept for the pass), with the layout facts of the passes before it."""
 
         if kernel not in self.models:
-            self.models[kernel] = KernelModel(kernel, self.aliases)
+            self.models[kernel] = KernelModel(
+                kernel, self.aliases, layout_facts(self.facts, kernel.name)
+            )
 
         return self.models[kernel].footprint(constexprs, contiguous=contiguous)
 
@@ -187,7 +189,7 @@ class FitUnifiedBuffer(Pass):
         strides,
         flags=(),
     ):
-        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner and the launch's guards, and name the key's leading parameters (:data:`~ninetoothed_ascend.compiler.npu.filter_autotune_key.LEADING_KEYS`).
+        """Configs for each power-of-two launch size and for contiguous and strided launches; emit the pruner and the launch's guards, and name the key's leading parameters (:data:`~ninetoothed_ascend.compiler.facts.LEADING_KEYS`).
 
         A strided launch is one with an innermost stride other than 1 or a
         layout flag false or not passed (a flattened tensor whose strides do

@@ -45,6 +45,7 @@ import math
 import operator
 import typing
 
+from ninetoothed_ascend.compiler.facts import LayoutFacts
 from ninetoothed_ascend.compiler.syntax import find, resolve, same, structure, walk
 
 #: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
@@ -162,8 +163,9 @@ class Footprint:
     :param unit_strides: ``frozenset`` of the integer parameters taken to be
         1 (``contiguous``): the innermost strides of the kernel's accesses.
     :param layout_flags: ``frozenset`` of the parameters that choose an
-        access's address form (``a if FLAG else b`` in a pointer, as
-        ``ContiguousFlatAccess`` writes): the fast path where true.
+        access's address form (the kernel's
+        :attr:`~ninetoothed_ascend.compiler.facts.LayoutFacts.layout_flags`)
+        that the accesses counted read: the fast path where true.
     """
 
     peak: int
@@ -205,7 +207,13 @@ def uses_dot(kernel, aliases):
 
 
 def footprint(
-    kernel, aliases, constexprs, elem_sizes=None, multibuffer=True, contiguous=False
+    kernel,
+    aliases,
+    constexprs,
+    elem_sizes=None,
+    multibuffer=True,
+    contiguous=False,
+    layout=None,
 ):
     """Estimate the UB bytes of ``kernel`` for the given constexpr values.
 
@@ -222,11 +230,14 @@ def footprint(
         whose strides of 1 triton-ascend's JIT specializes); otherwise only
         those given in ``constexprs`` with the value 1 are (the launch's
         specialized integers), and an access scaled by any other is strided.
+    :param layout: :class:`~ninetoothed_ascend.compiler.facts.LayoutFacts`
+        of the kernel, what the passes that wrote its address forms
+        decided, or ``None`` (none: a kernel as NineToothed generates it).
     :return: :class:`Footprint`.
     :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
     """
 
-    return KernelModel(kernel, aliases).footprint(
+    return KernelModel(kernel, aliases, layout).footprint(
         constexprs, elem_sizes, multibuffer, contiguous
     )
 
@@ -243,11 +254,17 @@ class KernelModel:
 
     :param kernel: ``ast.FunctionDef``, a ``triton.jit`` kernel.
     :param aliases: ``dict`` from :func:`~ninetoothed_ascend.compiler.syntax.import_aliases`.
+    :param layout: :class:`~ninetoothed_ascend.compiler.facts.LayoutFacts`,
+        or ``None``; see :func:`footprint`. Inside a pipeline, the passes'
+        facts (:func:`~ninetoothed_ascend.compiler.facts.layout_facts`); on
+        a variant's source, those kept with the variant
+        (:func:`~ninetoothed_ascend.compiler.facts.stored_layout`).
     """
 
-    def __init__(self, kernel, aliases):
+    def __init__(self, kernel, aliases, layout=None):
         self.kernel = kernel
         self.aliases = aliases
+        self.layout = layout if layout is not None else LayoutFacts()
         self.parameters = frozenset(argument.arg for argument in kernel.args.args)
         # Node (or pair of nodes, sequence of statements) -> the fact. The
         # kernel does not change while the model is in use, so a fact, once
@@ -279,7 +296,7 @@ class KernelModel:
                 for node in walk(pointer)
                 if isinstance(node, ast.IfExp)
                 and isinstance(node.test, ast.Name)
-                and node.test.id in self.parameters
+                and node.test.id in self.layout.layout_flags
             )
         )
         self._footprints = {}
@@ -346,7 +363,7 @@ class KernelModel:
         return self._divisions[node]
 
     def layout_flags(self, pointer):
-        """The kernel parameters that choose between two address forms in ``pointer`` (``a if FLAG else b``)."""
+        """The layout flags (:attr:`layout`) that choose between two address forms in ``pointer`` (``a if FLAG else b``)."""
 
         return self._layout_flags[pointer]
 
@@ -565,8 +582,7 @@ class _Model:
         if isinstance(node, ast.IfExp):
             if (
                 isinstance(node.test, ast.Name)
-                and node.test.id in self.parameters
-                and self.transposed(node.body)
+                and node.test.id in self.analysis.layout.transposed
             ):
                 # TransposeStridedTiles' choice, a constexpr the launch sets:
                 # it takes the transposed load only where the plain one has a
@@ -581,20 +597,6 @@ class _Model:
             return self.combine([node.test, node.body, node.orelse])
 
         return None, 0, 0
-
-    def transposed(self, node):
-        """Whether ``node`` is ``tl.trans(...)`` or a ``tl.store`` of one: ``TransposeStridedTiles``' transposed branch."""
-
-        if not isinstance(node, ast.Call):
-            return False
-
-        name = self.name(node.func)
-
-        return name == "triton.language.trans" or (
-            name == "triton.language.store"
-            and len(node.args) > 1
-            and self.transposed(node.args[1])
-        )
 
     def combine(self, operands, elem=None, result=None, temporaries=0):
         held = used = 0
@@ -964,26 +966,18 @@ class _Model:
 
         A test on constexpr integers (:meth:`static_test`); and
         ``TransposeStridedTiles``' choice ``if T: <the value transposed; a
-        loop of transposed stores> else: <the store>``, ``T`` a constexpr the
-        launch sets: it takes the transposed stores only where the plain one
-        is a scatter, whose cost here (32 bytes per element) bounds theirs
-        (the single transposed store's, 4 to 6 bytes per element more than
+        loop of transposed stores> else: <the store>``, ``T`` one of the
+        kernel's :attr:`~ninetoothed_ascend.compiler.facts.LayoutFacts.transposed`:
+        it takes the transposed stores only where the plain one is a
+        scatter, whose cost here (32 bytes per element) bounds theirs (the
+        single transposed store's, 4 to 6 bytes per element more than
         BiShengIR's scalar store; one per image, the same planned UB:
         ``TransposeStridedTiles``).
         """
 
         test = statement.test
 
-        if (
-            isinstance(test, ast.Name)
-            and test.id in self.parameters
-            and any(
-                isinstance(node, ast.Call)
-                and self.name(node.func) == "triton.language.trans"
-                for inner in statement.body
-                for node in walk(inner)
-            )
-        ):
+        if isinstance(test, ast.Name) and test.id in self.analysis.layout.transposed:
             return False
 
         return self.static_test(test)

@@ -2,6 +2,7 @@
 
 import ast
 
+from ninetoothed_ascend.compiler.facts import layout_facts
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass
@@ -146,6 +147,7 @@ class SplitSubBlocks(Pass):
         """
 
         source = f"ninetoothed_ascend_source_{kernel.name}"
+        layout = layout_facts(self.facts, kernel.name)
         launches = [
             call for launched, call in self.module.launches() if launched is kernel
         ]
@@ -161,6 +163,19 @@ class SplitSubBlocks(Pass):
                 f"{source} = {ast.unparse(kernel)!r}\n"
             ).body,
         )
+        # Which constexprs choose a transposed access: passed only where
+        # there are any, so that other kernels' launches stay as they were.
+        transposed = (
+            [
+                ast.Tuple(
+                    [ast.Constant(name) for name in sorted(layout.transposed)],
+                    ast.Load(),
+                )
+            ]
+            if layout.transposed
+            else []
+        )
+
         for call in launches:
             arguments = launch_arguments(kernel, call)
             named = [ast.Constant(name) for name in arguments]
@@ -173,6 +188,7 @@ class SplitSubBlocks(Pass):
                         ast.parse(repr(self.aliases), mode="eval").body,
                         ast.Dict(named, values),
                         ast.Constant(budget),
+                        *transposed,
                     ],
                     [],
                 )
@@ -239,7 +255,9 @@ class SplitSubBlocks(Pass):
             return
 
         (extent,) = extents
-        sub = _largest_fitting(kernel, self.aliases, extent, budget)
+        sub = _largest_fitting(
+            kernel, self.aliases, extent, budget, layout_facts(self.facts, kernel.name)
+        )
 
         if sub is None:
             return
@@ -295,11 +313,11 @@ class SplitSubBlocks(Pass):
         return True
 
 
-def _largest_fitting(kernel, aliases, extent, budget):
+def _largest_fitting(kernel, aliases, extent, budget, layout):
     """The largest power of two of lanes that fits; 0 if none does, ``None`` if the model cannot tell."""
 
     size = MAX_SUB_BLOCK
-    model = KernelModel(kernel, aliases)
+    model = KernelModel(kernel, aliases, layout)
 
     try:
         while size >= 1:
