@@ -1,4 +1,4 @@
-"""The package's import graph: no module imports itself through others, and no two packages import each other."""
+"""The package's import graph and its rooms: no module imports itself through others, no two packages import each other, no long module without a reason."""
 
 import ast
 import collections
@@ -117,3 +117,19 @@ def test_no_two_packages_import_each_other():
         )
         == []
     )
+
+
+#: Lines a module of the package may have without saying why it is one module.
+LONG_MODULE_LINES = 700
+
+
+def test_a_module_over_700_lines_says_why_it_is_one():
+    unexplained = [
+        f"{name}: {lines} lines"
+        for name, path in sorted(_modules().items())
+        if (lines := len(path.read_text().splitlines())) > LONG_MODULE_LINES
+        and "Why one module"
+        not in (ast.get_docstring(ast.parse(path.read_text())) or "")
+    ]
+
+    assert unexplained == []

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
 
 from ninetoothed_ascend.cli import main
-from ninetoothed_ascend.compiler.npu.contiguous_flat_access import WINDOW
+from ninetoothed_ascend.compiler.npu.flat_index_digits import WINDOW
 
 
 def show(*arguments):

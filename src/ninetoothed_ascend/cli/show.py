@@ -8,7 +8,7 @@ import textwrap
 
 import click
 
-from ninetoothed_ascend.compiler.npu import contiguous_flat_access
+from ninetoothed_ascend.compiler.npu import flat_index_digits
 from ninetoothed_ascend.compiler.pipelines import (
     EMULATIONS,
     PASSES,
@@ -217,7 +217,7 @@ def show(kernel, unified, variant, emulated, width):
         click.echo(f"precision ({pass_name}): {note}")
 
     if emulated is None and variant == "npu":
-        gathers = contiguous_flat_access.scalar_accesses(handle.source("cuda"))
+        gathers = flat_index_digits.scalar_accesses(handle.source("cuda"))
         click.echo(
             f"accesses that stay a gather on the NPU ({len(gathers)}; "
             "scalar loops, DiscreteMemAccess in the ttadapter output):"

@@ -15,10 +15,9 @@ from helpers import (
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     COLLAPSES,
     FLAG_PREFIX,
-    WINDOW,
     ContiguousFlatAccess,
-    scalar_accesses,
 )
+from ninetoothed_ascend.compiler.npu.flat_index_digits import WINDOW, scalar_accesses
 from ninetoothed_ascend.compiler.passes import run_pipeline
 
 

@@ -1,4 +1,10 @@
-"""Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB."""
+"""Load a tile whose rows are contiguous and whose columns are strided transposed, then transpose it in the UB.
+
+Why one module of over 700 lines: it is one pass, whose rule (the
+docstring of :class:`TransposeStridedTiles`, with its measurements, is a
+fifth of the file) and whose one rewriter (matching an address, then
+building its transposed load or store) a reader needs side by side.
+"""
 
 import ast
 import dataclasses
@@ -136,6 +142,10 @@ class TransposeStridedTiles(Pass):
     crash nondeterministically on the batch-1 launch (about 1 compile in
     10, reverted in 63f9a56); this form does not reach batch 1's compile.
 
+    Each new flag (``T``, ``S``) is published as a :class:`TransposedAccess`
+    under :data:`~ninetoothed_ascend.compiler.facts.TRANSPOSED_ACCESSES`,
+    which tells the UB model which branch is the plain access.
+
     :Constraint: BiShengIR plans a 2-D DMA whose innermost axis has a runtime
         stride at about 96 B of UB per element (fp16); a reduction over any
         `dim` written as operator libraries write it (`dim` moved last, the
@@ -177,10 +187,6 @@ class TransposeStridedTiles(Pass):
         batch >= 2: one transposed DMA per image a tile reaches; the loop never
         reaches a launch whose rows collapse whole, whose `ttadapter` output
         stays byte-identical; the UB model takes the `else`)
-
-    Each new flag (``T``, ``S``) is published as a :class:`TransposedAccess`
-    under :data:`~ninetoothed_ascend.compiler.facts.TRANSPOSED_ACCESSES`,
-    which tells the UB model which branch is the plain access.
     """
 
     # The per-image store is a loop over the images a tile reaches.
@@ -362,7 +368,7 @@ class _Rewriter(Transformer):
         )
 
     def segment_group(self, store, flag):
-        """The :class:`~ninetoothed_ascend.compiler.npu.contiguous_flat_access.DigitGroup` of the rows of ``store`` (a matched store, ``FLAG`` its rows' flag), else ``None``.
+        """The :class:`~ninetoothed_ascend.compiler.npu.flat_index_digits.DigitGroup` of the rows of ``store`` (a matched store, ``FLAG`` its rows' flag), else ``None``.
 
         The group the fact of ``FLAG`` gives for ``store``, whose digits are
         the rows' general path; its flat index ``L`` must be one ``arange(0,

@@ -36,6 +36,13 @@ The model (docs/ub.md has the derivation and its measured error):
   buffers of loops; every kernel of the NPU variant is a loop
   (:class:`~ninetoothed_ascend.compiler.npu.persistent_grid.PersistentGrid`), so each load
   counts twice.
+
+Why one module of over 700 lines: the model is one abstract interpreter of
+Triton's tile operations, a walk of the kernel's statements in execution
+order that sizes every expression in one environment of tiles; what costs
+UB (:mod:`~ninetoothed_ascend.compiler.npu.ub.costs`) and which tiles are
+live at once (:mod:`~ninetoothed_ascend.compiler.npu.ub.liveness`) are
+modules of their own.
 """
 
 import ast
@@ -46,103 +53,22 @@ import operator
 import typing
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
-from ninetoothed_ascend.compiler.syntax import find, resolve, same, structure, walk
-
-#: Bytes of one element of each Triton dtype, by the name ``triton.language`` gives it.
-DTYPE_BYTES = {
-    "int1": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "float16": 2,
-    "bfloat16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
-
-#: Element size assumed for a tensor whose dtype is unknown (bounds 16- and 32-bit dtypes).
-DEFAULT_ELEM_BYTES = 4
-
-#: UB bytes per element of a strided or gather-like access: one 32-byte block
-#: each, single-buffered (docs/ascend.md, "BiShengIR without an NPU"; ``examples/elementwise/add.py`` fp32 compiled with its
-#: strides not specialized: two ``4096x8xf32`` buffers, 262,144 bytes, at
-#: 4096 lanes; ``bench/ub_model_vs_bishengir.py``).
-DISCRETE_ELEM_BYTES = 32
-
-#: Bytes per element of an index vector (``tl.arange`` and integer arithmetic
-#: on it) that is computed lane by lane rather than folded into a strided
-#: copy: ``i32``, as BiShengIR's plans show (``instance_norm``'s
-#: ``offsets < length`` and the digits of a flattened gather:
-#: ``memref<8192xi32>``, ``memref<2048xi32>`` buffers;
-#: ``bench/ub_model_vs_bishengir.py``).
-INDEX_ELEM_BYTES = 4
-
-#: Bytes per lane of a gather's index vectors, held from the start of its
-#: statement to its end on top of its 32-byte blocks: an address computed
-#: with a vector ``//`` or ``%`` (the digits of a flattened tensor whose
-#: strides do not collapse, ``ContiguousFlatAccess``'s flag False).
-#: BiShengIR computes the digits and their mask bounds of every gather of
-#: the statement first, in ``i32``/``i1`` buffers that live to its end.
-#: Measured (single-buffered plans, ``bench/ub_model_vs_bishengir.py``
-#: ``--raw``, non-contiguous inputs): ``flat_cast`` (one gather) 48 bytes
-#: per lane at 4096 lanes (196,608), ``flat_mul``/``flat_lt`` (two) 64 at
-#: 2048 (131,072) and 62 at 4096 (253,952, an overflow). With 16 the model
-#: gives 52 and 72.
-GATHER_INDEX_BYTES = 16
-
-#: Bytes per lane BiShengIR adds to a masked load padded with a value other
-#: than 0: the ``select`` of the padding (an fp32 tile) and two ``i1`` masks.
-#: Measured on ``logsumexp`` (``other=-inf``), fp32, 8192 lanes: two
-#: ``1x8192xi1`` and one more ``1x8192xf32`` buffer per load
-#: (``bench/ub_model_vs_bishengir.py``); ``add`` (``other=0``) has none.
-#: Set to 10, not 6: with 6 the model gives ``logsumexp`` 22 bytes per lane at
-#: 8192 lanes (180,224) where BiShengIR requires 24.25 (198,688, fp32), the
-#: select and masks of its two loops being live at once in BiShengIR's plan;
-#: with 8 exactly 196,608 bytes, which the model accepts.
-SELECT_BYTES = 10
-
-#: Bytes per lane of a reduction's scratch buffer: fp32, half the lanes
-#: (``logsumexp`` fp32: a ``4096xf32`` temporary buffer at 8192 lanes, a
-#: ``2048xf32`` one at 4096).
-REDUCTION_SCRATCH = 2
-
-#: Temporaries BiShengIR adds for a math function, in fp32 tiles of the
-#: result's shape, on top of the result. Measured with
-#: ``bench/ub_model_vs_bishengir.py`` (ascendnpu-ir 1.2.0, Ascend910B1) from
-#: the bytes BiShengIR requires once it has dropped multi-buffering ("ub
-#: overflow, requires N bits"), per fp32 lane: ``math_sin`` 20 (a load, the
-#: result and 3 tiles), ``math_pow`` 36 (two loads, the result and 6 tiles);
-#: ``math_exp``/``math_log`` fit 16384 lanes in 8 bytes per lane (none).
-#: ``rand``/``randint`` are Philox (counters, keys and rounds in uint32
-#: tiles): ``dropout`` needs 44 bytes per lane at 8192 lanes (360,480 bytes),
-#: a load, the random tile and 8 tiles. ``sin`` takes 4 rather than the
-#: measured 3 because fp16 inputs cost BiShengIR 2 bytes per lane more
-#: (``math_sin`` fp16: 22 bytes per lane).
-MATH_TEMPORARIES = {
-    "sin": 4,
-    "cos": 4,
-    "tan": 4,
-    "pow": 6,
-    "erf": 3,
-    "tanh": 3,
-    "log1p": 2,
-    "expm1": 2,
-    "atan": 4,
-    "atan2": 5,
-    "asin": 4,
-    "acos": 4,
-    "sinh": 3,
-    "cosh": 3,
-    "rand": 8,
-    "randn": 10,
-    "randint": 8,
-    "randint4x": 8,
-}
+from ninetoothed_ascend.compiler.npu.ub.costs import (
+    DEFAULT_ELEM_BYTES,
+    DISCRETE_ELEM_BYTES,
+    DTYPE_BYTES,
+    GATHER_INDEX_BYTES,
+    INDEX_ELEM_BYTES,
+    MATH_TEMPORARIES,
+    REDUCTION_SCRATCH,
+    SELECT_BYTES,
+)
+from ninetoothed_ascend.compiler.npu.ub.liveness import (
+    assigned_names,
+    last_uses,
+    statements_in_order,
+)
+from ninetoothed_ascend.compiler.syntax import resolve, same, structure, walk
 
 
 class UnknownSize(Exception):
@@ -281,7 +207,7 @@ class KernelModel:
         )
         self._structures = _Facts(structure)
         self._same = _Facts(lambda pair: same(*pair))
-        self._targets = _Facts(_targets)
+        self._targets = _Facts(assigned_names)
         self._divisions = _Facts(
             lambda node: tuple(
                 child
@@ -352,8 +278,8 @@ class KernelModel:
 
         return self._calls[node]
 
-    def targets(self, statement):
-        """:func:`_targets` of ``statement``."""
+    def assigned_names(self, statement):
+        """:func:`~ninetoothed_ascend.compiler.npu.ub.liveness.assigned_names` of ``statement``."""
 
         return self._targets[statement]
 
@@ -368,12 +294,12 @@ class KernelModel:
         return self._layout_flags[pointer]
 
     def last_uses(self, statements):
-        """:func:`_last_uses` of ``statements`` (``[(statement, loop)]``)."""
+        """:func:`~ninetoothed_ascend.compiler.npu.ub.liveness.last_uses` of ``statements`` (``[(statement, loop)]``)."""
 
         key = tuple(statement for statement, _ in statements)
 
         if key not in self._last_uses:
-            self._last_uses[key] = _last_uses(statements)
+            self._last_uses[key] = last_uses(statements)
 
         return self._last_uses[key]
 
@@ -417,7 +343,7 @@ class _Model:
         self.parameters = self.analysis.parameters
         self.loads = 0
         self.statement_loads = []
-        statements = list(_flatten(kernel.body, None, self.branch))
+        statements = list(statements_in_order(kernel.body, None, self.branch))
         last_use = self.analysis.last_uses(statements)
         defined_at = {}
         loop_body = {
@@ -446,7 +372,7 @@ class _Model:
             for before in range(loop_body[id(loop)] if early else position, position):
                 totals[before] += early
 
-            for name in self.analysis.targets(statement):
+            for name in self.analysis.assigned_names(statement):
                 defined_at.setdefault(name, position)
 
         peak, peak_position = max(
@@ -1053,122 +979,6 @@ _INTEGER_OPERATORS = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
 }
-
-
-def _flatten(body, loop, branch):
-    """Yield ``(statement, innermost enclosing loop)`` in execution order, loops before their bodies.
-
-    An ``if`` whose branch ``branch(statement)`` tells keeps only that branch.
-    """
-
-    for statement in body:
-        if isinstance(statement, ast.If):
-            taken = branch(statement)
-
-            if taken is not None:
-                yield from _flatten(
-                    statement.body if taken else statement.orelse, loop, branch
-                )
-                continue
-
-        yield statement, loop
-
-        if isinstance(statement, (ast.For, ast.While)):
-            yield from _flatten(statement.body, statement, branch)
-            yield from _flatten(statement.orelse, loop, branch)
-        elif isinstance(statement, ast.If):
-            yield from _flatten(statement.body, loop, branch)
-            yield from _flatten(statement.orelse, loop, branch)
-
-
-def _last_uses(statements):
-    """Map each name to the position of its last use, extended to the end of any loop it is used in but defined outside of."""
-
-    position_of = {
-        id(statement): index for index, (statement, _) in enumerate(statements)
-    }
-    enclosing_loop = {}
-
-    for statement, loop in statements:
-        enclosing_loop.setdefault(id(statement), loop)
-
-    loop_end = {}
-
-    for index, (_, loop) in enumerate(statements):
-        while loop is not None:
-            loop_end[id(loop)] = index
-            loop = enclosing_loop.get(id(loop))
-
-    defined = {}
-    last = {}
-
-    for index, (statement, loop) in enumerate(statements):
-        for name in _reads(statement):
-            use = index
-            enclosing = loop
-
-            while (
-                enclosing is not None
-                and defined.get(name, -1) < position_of[id(enclosing)]
-            ):
-                use = max(use, loop_end.get(id(enclosing), index))
-                enclosing = enclosing_loop.get(id(enclosing))
-
-            last[name] = max(last.get(name, -1), use)
-
-        for name in _targets(statement):
-            defined.setdefault(name, index)
-
-    return last
-
-
-def _own_expressions(statement):
-    """The expressions a statement evaluates itself (not those of a nested body)."""
-
-    if isinstance(statement, (ast.For,)):
-        return [statement.iter]
-
-    if isinstance(statement, (ast.If, ast.While)):
-        return [statement.test]
-
-    if isinstance(statement, ast.AugAssign):
-        return [statement.target, statement.value]
-
-    return [
-        child
-        for child in ast.iter_child_nodes(statement)
-        if isinstance(child, ast.expr)
-    ]
-
-
-def _reads(statement):
-    return {
-        node.id
-        for expression in _own_expressions(statement)
-        for node in find(expression, ast.Name)
-        if not isinstance(node.ctx, ast.Store)
-    } | (
-        {statement.target.id}
-        if isinstance(statement, ast.AugAssign)
-        and isinstance(statement.target, ast.Name)
-        else set()
-    )
-
-
-def _targets(statement):
-    if isinstance(statement, ast.Assign):
-        targets = statement.targets
-    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For)):
-        targets = [statement.target]
-    else:
-        return []
-
-    return [
-        node.id
-        for target in targets
-        for node in walk(target)
-        if isinstance(node, ast.Name)
-    ]
 
 
 def _padded(mask, other):
