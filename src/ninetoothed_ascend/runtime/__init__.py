@@ -1,6 +1,6 @@
 """What generated variants import, and nothing else.
 
-Generated code imports only the names here: :func:`refuse_overflow` (NPU
+Generated code imports only the names here: :class:`OverflowCheck` (NPU
 variants whose launch evaluates the UB model), :func:`interpreted` (CPU
 variants calling ``triton.language``'s own ``triton.jit`` functions),
 :func:`numpy_elementwise` and :func:`numpy_flip` (emulated CPU variants
@@ -10,12 +10,12 @@ live in :mod:`ninetoothed_ascend.jit`.
 
 from ninetoothed_ascend.runtime.interpreter import interpreted
 from ninetoothed_ascend.runtime.numpy_libdevice import numpy_elementwise, numpy_flip
-from ninetoothed_ascend.runtime.ub import UnifiedBufferOverflowError, refuse_overflow
+from ninetoothed_ascend.runtime.ub import OverflowCheck, UnifiedBufferOverflowError
 
 __all__ = [
+    "OverflowCheck",
     "UnifiedBufferOverflowError",
     "interpreted",
     "numpy_elementwise",
     "numpy_flip",
-    "refuse_overflow",
 ]

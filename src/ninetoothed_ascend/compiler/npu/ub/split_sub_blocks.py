@@ -104,7 +104,8 @@ class SplitSubBlocks(Pass):
     :Rewrites: above the largest fitting power of two `S`, a loop over `S`-lane
         sub-blocks, reductions in fp32 multi-pass form; a kernel whose tiles
         several caller-given block sizes size gets, in its launch, a call to
-        `runtime.refuse_overflow`, which evaluates the UB model for the
+        a `runtime.OverflowCheck` made when the module is imported, which
+        evaluates the UB model for the
         launch's constexprs and specialized integers (once per distinct set)
         and raises `UnifiedBufferOverflowError` with the bytes before anything
         compiles (flat_sum_dim over the last dim of `(64, 4096)`: 786,432 B by
@@ -142,11 +143,12 @@ class SplitSubBlocks(Pass):
         A kernel whose tiles several caller-given block sizes size (a
         reduction over rows of any length, ``flat_sum_dim``) has no one
         extent to split, and which combinations fit is known only at the
-        launch; :func:`ninetoothed_ascend.runtime.refuse_overflow` evaluates
-        the model there, once per distinct set of constexprs.
+        launch; a :class:`ninetoothed_ascend.runtime.OverflowCheck`, made
+        when the variant's module is imported, evaluates the model there,
+        once per distinct set of constexprs.
         """
 
-        source = f"ninetoothed_ascend_source_{kernel.name}"
+        check = f"ninetoothed_ascend_overflow_check_{kernel.name}"
         layout = layout_facts(self.facts, kernel.name)
         launches = [
             call for launched, call in self.module.launches() if launched is kernel
@@ -155,45 +157,30 @@ class SplitSubBlocks(Pass):
         if not launches:
             return
 
+        # Made when the module is imported: the kernel's ``def`` is parsed
+        # there, once, never at a launch. Which constexprs choose a
+        # transposed access is a fact of ``TransposeStridedTiles``.
         insert_after_imports(
             module,
             ast.parse(
-                "from ninetoothed_ascend.runtime import refuse_overflow as "
-                f"ninetoothed_ascend_refuse_overflow\n"
-                f"{source} = {ast.unparse(kernel)!r}\n"
+                "from ninetoothed_ascend.runtime import OverflowCheck as "
+                "ninetoothed_ascend_OverflowCheck\n"
+                f"{check} = ninetoothed_ascend_OverflowCheck("
+                f"{ast.unparse(kernel)!r}, {self.aliases!r}, {budget}, "
+                f"{tuple(sorted(layout.transposed))!r})\n"
             ).body,
-        )
-        # Which constexprs choose a transposed access: passed only where
-        # there are any, so that other kernels' launches stay as they were.
-        transposed = (
-            [
-                ast.Tuple(
-                    [ast.Constant(name) for name in sorted(layout.transposed)],
-                    ast.Load(),
-                )
-            ]
-            if layout.transposed
-            else []
         )
 
         for call in launches:
             arguments = launch_arguments(kernel, call)
             named = [ast.Constant(name) for name in arguments]
             values = [clone(value) for value in arguments.values()]
-            check = ast.Expr(
-                ast.Call(
-                    ast.Name("ninetoothed_ascend_refuse_overflow", ast.Load()),
-                    [
-                        ast.Name(source, ast.Load()),
-                        ast.parse(repr(self.aliases), mode="eval").body,
-                        ast.Dict(named, values),
-                        ast.Constant(budget),
-                        *transposed,
-                    ],
-                    [],
-                )
+            self.module.insert_before_launch(
+                call,
+                ast.Expr(
+                    ast.Call(ast.Name(check, ast.Load()), [ast.Dict(named, values)], [])
+                ),
             )
-            self.module.insert_before_launch(call, check)
             self.rewrote()
 
     def guard(self, module, kernel, extent, sub, budget):
