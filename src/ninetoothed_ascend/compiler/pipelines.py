@@ -64,6 +64,9 @@ from ninetoothed_ascend.compiler.npu.transpose_strided_tiles import (
 )
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import FitUnifiedBuffer
 from ninetoothed_ascend.compiler.npu.ub.split_sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.compiler.npu.unscale_strided_lane_bounds import (
+    UnscaleStridedLaneBounds,
+)
 from ninetoothed_ascend.compiler.npu.use_hf32_in_dot import UseHf32InDot
 from ninetoothed_ascend.compiler.passes import run_pipeline
 from ninetoothed_ascend.compiler.target import Target
@@ -75,6 +78,7 @@ NPU = (
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     ScalarizePaddedTileLowerBounds,
+    UnscaleStridedLaneBounds,
     GroupMaskTerms,
     FillMaskedLoads,
     LowerClamp,
