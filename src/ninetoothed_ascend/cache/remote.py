@@ -324,8 +324,8 @@ def store_from_environment():
         except ImportError:
             warnings.warn(
                 f"ninetoothed-ascend: {REMOTE_VARIABLE} is set but the redis "
-                "package is missing; kernels are cached locally only. Install "
-                "ninetoothed-ascend[remote].",
+                "package is missing; kernels are cached locally only. Run "
+                "pip install 'ninetoothed-ascend[remote]'.",
                 stacklevel=4,
             )
         except ValueError as error:
