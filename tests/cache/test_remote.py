@@ -403,11 +403,68 @@ def test_eight_processes_against_one_server(server, tmp_path):
     outputs = [process.communicate(timeout=300) for process in processes]
     elapsed = time.monotonic() - start
 
+    built = 0
+
     for process, (stdout, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
         result = json.loads(stdout.strip().splitlines()[-1])
         assert result["ok"] == dict.fromkeys(names, True), result
         assert result["warnings"] == [], result["warnings"]
+        built += sum(result["built"])
 
     assert len(server.kernels()) == len(names)
-    print(f"8 processes x {len(names)} kernels against one server: {elapsed:.1f} s")
+    print(
+        f"8 processes x {len(names)} kernels against one server: {elapsed:.1f} s, "
+        f"{built} of {8 * len(names)} makes generated, the others read the store"
+    )
+
+
+def test_an_evicted_source_is_a_miss_not_a_refusal(server, tmp_path):
+    make(tmp_path / "a", server.url)
+    (key,) = server.kernels()
+    server.client.delete(*server.client.keys("ninetoothed-ascend:source:*"))
+
+    result = make(tmp_path / "b", server.url)
+
+    assert result["ok"] == {"add": True} and result["built"] == [True]
+    assert result["warnings"] == []
+
+
+def test_the_secret_comes_from_the_environment_or_a_file(tmp_path, monkeypatch):
+    from ninetoothed_ascend.cache import remote
+
+    url = f"redis://127.0.0.1:{free_port()}/3"
+    monkeypatch.setenv(remote.REMOTE_VARIABLE, url)
+    path = tmp_path / "secret"
+    path.write_text("from a file\nignored\n")
+    monkeypatch.setenv(remote.SECRET_FILE_VARIABLE, str(path))
+
+    assert remote.store_from_environment().secret == b"from a file"
+    assert remote.store_from_environment().name == url
+
+    monkeypatch.setenv(remote.SECRET_VARIABLE, "from the environment")
+
+    assert remote.store_from_environment().secret == b"from the environment"
+
+    monkeypatch.delenv(remote.SECRET_VARIABLE)
+    monkeypatch.setenv(remote.SECRET_FILE_VARIABLE, str(tmp_path / "missing"))
+
+    with pytest.warns(UserWarning, match="cannot read the secret file .*missing"):
+        assert remote.store_from_environment() is None
+
+    monkeypatch.delenv(remote.REMOTE_VARIABLE)
+
+    assert remote.store_from_environment() is None
+
+
+def test_the_mac_covers_the_key_the_entry_and_its_sources():
+    from ninetoothed_ascend.cache.remote import mac
+
+    key, other = "a" * 64, "b" * 64
+    reference = mac(b"secret", key, b"{}", ["c" * 64])
+
+    assert mac(b"secret", key, b"{}", ["c" * 64]) == reference
+    assert mac(b"other", key, b"{}", ["c" * 64]) != reference
+    assert mac(b"secret", other, b"{}", ["c" * 64]) != reference
+    assert mac(b"secret", key, b"{ }", ["c" * 64]) != reference
+    assert mac(b"secret", key, b"{}", ["d" * 64]) != reference

@@ -75,8 +75,15 @@ def mac(secret, key, data, digests):
     :param digests: iterable of ``str``, the sha256 of the sources it names.
     """
 
+    # The entry's length first: no split of the message reads as another
+    # entry with other digests.
     message = b"\n".join(
-        (_MAC_DOMAIN + key.encode(), data, *sorted(d.encode() for d in digests))
+        (
+            _MAC_DOMAIN + key.encode(),
+            str(len(data)).encode(),
+            data,
+            *sorted(d.encode() for d in digests),
+        )
     )
 
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
@@ -117,8 +124,9 @@ class RemoteStore:
     def fetch(self, cache, key, admit):
         """Return what ``cache`` stores for the store's entry of ``key``, checked and admitted, or ``None``.
 
-        ``None`` where the store holds no entry of ``key``, or cannot be
-        read (one warning per kind of fault), or its entry is refused (its
+        ``None`` where the store holds no entry of ``key`` or lacks one of
+        its sources (evicted by the server), or cannot be read (one warning
+        per kind of fault), or its entry is refused (its
         ``mac`` does not verify, or it fails
         :func:`~ninetoothed_ascend.cache.archive.admit_outside_entry`; one
         warning): the caller generates the kernel then.
@@ -150,6 +158,16 @@ class RemoteStore:
 
             return None
 
+        if None in values:
+            # A source evicted by the server's own policy: a miss, not a forgery.
+            logger.info(
+                "ninetoothed-ascend: the remote cache %s lacks a source of kernel %s",
+                self.name,
+                key,
+            )
+
+            return None
+
         try:
             if len(data) > MAX_ENTRY_SIZE:
                 raise ValueError(f"is over {MAX_ENTRY_SIZE} bytes")
@@ -165,7 +183,7 @@ class RemoteStore:
             sources = {
                 digest: value
                 for digest, value in zip(digests, values)
-                if value is not None and len(value) <= MAX_SOURCE_SIZE
+                if len(value) <= MAX_SOURCE_SIZE
             }
 
             return admit_outside_entry(cache, key, data, sources, admit)

@@ -61,7 +61,9 @@ def make(
     Takes exactly ``ninetoothed.make``'s arguments. With ``caller="torch"``
     (the default) it returns a :class:`Handle` with CUDA, NPU and CPU
     variants, generated once and then reused from the disk cache, also by
-    later processes. ``make`` generates NineToothed's source (the CUDA
+    later processes, and by other machines where
+    ``NINETOOTHED_ASCEND_REMOTE_CACHE`` names a shared store
+    (:mod:`~ninetoothed_ascend.cache.remote`). ``make`` generates NineToothed's source (the CUDA
     variant) and builds the variant of the device this process most likely
     calls with (:func:`ninetoothed_ascend.host.likely_call_device_type`);
     any other is built at its first use and added to the cache entry
@@ -435,8 +437,8 @@ def _load_or_build(
                     if entry is not None:
                         warnings.warn(
                             f"ninetoothed-ascend: the cache entry {key[:12]} came "
-                            f"from outside (warm, check, import or the remote cache) "
-                            f"and is not what "
+                            "from outside (warm, check, import or the remote cache) "
+                            "and is not what "
                             f"the definition of kernel `{generated.kernel_name}` "
                             "generates here; it was replaced by what it generates.",
                             stacklevel=4,
