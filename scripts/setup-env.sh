@@ -14,7 +14,7 @@ cuda)
     venv=.venv
     [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
     "$venv/bin/pip" install "${pip_quiet[@]}" -r requirements/cuda.txt
-    "$venv/bin/pip" install "${pip_quiet[@]}" -e .
+    "$venv/bin/pip" install "${pip_quiet[@]}" -e ".[remote]"
     ;;
 ascend)
     venv=.venv-ascend

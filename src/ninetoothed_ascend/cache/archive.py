@@ -147,19 +147,23 @@ def import_archive(cache, path, admit):
     members = _read_members(path)
     admitted = {}
 
+    sources = {
+        name[len("sources/") : -len(".py")]: data
+        for name, data in members.items()
+        if name.startswith("sources/")
+    }
+
     for name, data in members.items():
         if name.startswith("kernels/"):
-            key, stored, source = _checked_entry(path, name, data, members, cache)
-
-            if cache.entry_path(key).exists():
-                continue  # the same content: nothing to store
+            key = name[len("kernels/") : -len(".json")]
 
             try:
-                admitted[key] = admit(key, stored, source)
+                entry = admit_outside_entry(cache, key, data, sources, admit)
             except ValueError as error:
-                raise ArchiveError(
-                    f"{path}: {name} is refused: {_one_line(error)}"
-                ) from None
+                raise ArchiveError(f"{path}: {name} {error}") from None
+
+            if entry is not None:
+                admitted[key] = entry
 
     for key, entry in admitted.items():
         cache.store(key, entry)
@@ -305,16 +309,38 @@ def _read_exactly(stream, size):
     return data
 
 
-def _checked_entry(path, name, data, members, cache):
-    key = name[len("kernels/") : -len(".json")]
+def admit_outside_entry(cache, key, data, sources, admit):
+    """Check an entry from outside the cache (an archive, a remote store) and return what ``cache`` stores for it.
+
+    The one way an entry from outside enters a cache: ``data`` must parse
+    and pass :func:`~ninetoothed_ascend.cache.check_entry` bound to ``key``
+    (it records the key it is stored under), every source it names must be
+    in ``sources`` or in ``cache`` and match its sha256, it must not replace
+    a different entry already stored, and ``admit`` (the kernel's variants
+    built here from NineToothed's source, compared with the entry's) must
+    accept it. Nothing of it is executed; the entry returned is not yet
+    bound to its definition (``verified`` is ``False``), which the first
+    ``make`` of the kernel checks.
+
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
+    :param key: ``str``, the key the entry is stored under (sha256 hex).
+    :param data: ``bytes``, the entry's JSON.
+    :param sources: ``dict`` from sha256 hex to ``bytes``, the sources that
+        came with it.
+    :param admit: as :func:`import_archive`.
+    :return: :class:`~ninetoothed_ascend.cache.Entry`, or ``None`` when the
+        same entry is already stored.
+    :raises ValueError: one line that completes "<where> <the entry> ...":
+        the entry is malformed, names a source that is missing or does not
+        match its sha256, would replace a different entry, or ``admit``
+        refused it.
+    """
 
     try:
         stored = json.loads(data)
         check_entry(stored, key)
     except (ValueError, RecursionError) as error:
-        raise ArchiveError(
-            f"{path}: {name} is not a valid cache entry: {_one_line(error)}"
-        ) from None
+        raise ValueError(f"is not a valid cache entry: {_one_line(error)}") from None
 
     source = None
 
@@ -324,7 +350,7 @@ def _checked_entry(path, name, data, members, cache):
         if digest is None:
             continue
 
-        text = members.get(f"sources/{digest}.py")
+        text = sources.get(digest)
 
         if text is None:
             try:
@@ -332,22 +358,28 @@ def _checked_entry(path, name, data, members, cache):
             except FileNotFoundError:
                 text = b""
 
-            if hashlib.sha256(text).hexdigest() != digest:
-                raise ArchiveError(
-                    f"{path}: {name} names source {digest}, which is missing"
-                )
+        if hashlib.sha256(text).hexdigest() != digest:
+            raise ValueError(
+                f"names source {digest}, which is missing or does not match its sha256"
+            )
 
         if variant == "cuda":
             source = text.decode("utf-8")
 
     if _differs(cache, key, stored):
-        raise ArchiveError(
-            f"{path}: {name} would replace a different entry already in "
+        raise ValueError(
+            f"would replace a different entry already in "
             f"{cache.directory}; run `ninetoothed-ascend clear {key[:12]}` first "
             "if you mean to replace it"
         )
 
-    return key, stored, source
+    if cache.entry_path(key).exists():
+        return None  # the same content: nothing to store
+
+    try:
+        return admit(key, stored, source)
+    except ValueError as error:
+        raise ValueError(f"is refused: {_one_line(error)}") from None
 
 
 def _differs(cache, key, stored):
@@ -383,4 +415,4 @@ def default_archive_name():
     return os.path.join(os.getcwd(), "ninetoothed-ascend-cache.tar.gz")
 
 
-__all__ = ["ArchiveError", "export_archive", "import_archive"]
+__all__ = ["ArchiveError", "admit_outside_entry", "export_archive", "import_archive"]

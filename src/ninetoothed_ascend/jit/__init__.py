@@ -17,6 +17,7 @@ from ninetoothed_ascend import host
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
 from ninetoothed_ascend.cache import Cache, Entry
 from ninetoothed_ascend.cache.entry import text_digest
+from ninetoothed_ascend.cache.remote import store_from_environment
 from ninetoothed_ascend.compiler.launch import read_launch_facts
 from ninetoothed_ascend.jit.dispatch import new_handle
 from ninetoothed_ascend.jit.environment import Memos, device_properties, installation
@@ -60,7 +61,9 @@ def make(
     Takes exactly ``ninetoothed.make``'s arguments. With ``caller="torch"``
     (the default) it returns a :class:`Handle` with CUDA, NPU and CPU
     variants, generated once and then reused from the disk cache, also by
-    later processes. ``make`` generates NineToothed's source (the CUDA
+    later processes, and by other machines where
+    ``NINETOOTHED_ASCEND_REMOTE_CACHE`` names a shared store
+    (:mod:`~ninetoothed_ascend.cache.remote`). ``make`` generates NineToothed's source (the CUDA
     variant) and builds the variant of the device this process most likely
     calls with (:func:`ninetoothed_ascend.host.likely_call_device_type`);
     any other is built at its first use and added to the cache entry
@@ -413,6 +416,10 @@ def _load_or_build(
     else:
         with cache.locked(key, raise_errors=store_errors) as held:
             entry = cache.load(key, digest, read, quarantine=True) if held else entry
+            remote = store_from_environment() if generate is not None else None
+
+            if entry is None and held and remote is not None:
+                entry = _from_remote(remote, cache, key, digest, read)
 
             if build is not None:
                 if entry is None:
@@ -430,7 +437,8 @@ def _load_or_build(
                     if entry is not None:
                         warnings.warn(
                             f"ninetoothed-ascend: the cache entry {key[:12]} came "
-                            f"from outside (warm, check or import) and is not what "
+                            "from outside (warm, check, import or the remote cache) "
+                            "and is not what "
                             f"the definition of kernel `{generated.kernel_name}` "
                             "generates here; it was replaced by what it generates.",
                             stacklevel=4,
@@ -441,6 +449,9 @@ def _load_or_build(
                     )
                     stored = held and _store(cache, key, entry, store_errors)
                     built = True
+
+                    if stored and remote is not None:
+                        remote.publish(cache, key, entry)
 
     if replay:
         advance_counters(entry.counters_delta)
@@ -468,6 +479,18 @@ def _note_environment(cache, memos):
     if cache.directory not in _noted:
         _noted.add(cache.directory)
         cache.note_environment(environment_digest(memos), installation())
+
+
+def _from_remote(remote, cache, key, digest, read):
+    # Read-through: the remote store's entry, checked and admitted as an
+    # archive's, written to the local cache and loaded from it as any entry
+    # from outside (not verified: ``make`` compares it with its definition).
+    admitted_entry = remote.fetch(cache, key, admit_entry)
+
+    if admitted_entry is None or not _store(cache, key, admitted_entry):
+        return None
+
+    return cache.load(key, digest, read, quarantine=True)
 
 
 def _generates(entry, generated, counters_delta):

@@ -1,0 +1,505 @@
+"""The remote tier on a real ``redis-server``: read-through, authenticated writes, refusals, faults, load.
+
+Each test starts its own server on the loopback (no persistence) and stops
+it at the end. Every kernel is made in a new interpreter, as a machine of
+a fleet would, each with a cache directory of its own.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+
+import pytest
+from conftest import EXAMPLE_PATHS
+
+redis = pytest.importorskip(
+    "redis", reason="the redis package (the `remote` extra) is not installed"
+)
+
+REDIS_SERVER = shutil.which("redis-server")
+
+pytestmark = pytest.mark.skipif(
+    REDIS_SERVER is None, reason="redis-server is not installed"
+)
+
+SECRET = "a fleet's shared secret"
+
+#: Makes the examples that ``$REMOTE_TEST`` names in order (``"kill"`` stops
+#: the server there), checks each result against its reference, and prints
+#: NineToothed's generations, what ``make`` built, the results, the warnings,
+#: the seconds the makes took and the seconds they spent in the remote store's
+#: fetches and publishes.
+PROGRAM = """
+    import importlib, importlib.util, json, os, signal, time, warnings
+    import torch
+    jit = importlib.import_module("ninetoothed_ascend.jit")
+    test = json.loads(os.environ["REMOTE_TEST"])
+    calls, built, ok = [], [], {}
+    generate = jit.generate_source
+    jit.generate_source = lambda *a, **k: calls.append(1) or generate(*a, **k)
+    jit.observe(lambda handle, record: built.append(record["built"]))
+    remote = importlib.import_module("ninetoothed_ascend.cache.remote")
+    waited = []
+    def timed(method):
+        def call(*args, **kwargs):
+            start = time.monotonic()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                waited.append(time.monotonic() - start)
+        return call
+    remote.RemoteStore.fetch = timed(remote.RemoteStore.fetch)
+    remote.RemoteStore.publish = timed(remote.RemoteStore.publish)
+    seconds = 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name in test["names"]:
+            if name == "kill":
+                os.kill(test["pid"], signal.SIGKILL)
+                time.sleep(0.5)
+                continue
+            spec = importlib.util.spec_from_file_location(name, test["paths"][name])
+            module = importlib.util.module_from_spec(spec)
+            start = time.monotonic()
+            spec.loader.exec_module(module)
+            seconds += time.monotonic() - start
+            args = module.inputs("cpu", torch.float32)
+            expected = module.reference(*args)
+            ok[name] = bool(torch.allclose(module.launch(module.kernel, *args), expected))
+    print(json.dumps({"generations": len(calls), "built": built, "ok": ok,
+                      "seconds": seconds, "remote_seconds": sum(waited),
+                      "warnings": [str(w.message) for w in caught
+                                   if "ninetoothed-ascend" in str(w.message)]}))
+"""
+
+
+class Server:
+    """A ``redis-server`` of a test: its URL, a client of it and its process."""
+
+    def __init__(self, port, process):
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process = process
+        self.client = redis.Redis(port=port, socket_timeout=10)
+
+    def kernels(self):
+        """The store's entries: ``{key: {"entry": bytes, "mac": bytes}}``."""
+
+        return {
+            name.decode().rsplit(":", 1)[1]: {
+                field.decode(): value
+                for field, value in self.client.hgetall(name).items()
+            }
+            for name in self.client.keys("ninetoothed-ascend:kernel:*")
+        }
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A ``redis-server`` on a free loopback port, without persistence, stopped at the end."""
+
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            REDIS_SERVER,
+            *("--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", str(tmp_path)),
+            *("--enable-debug-command", "yes"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    started = Server(port, process)
+    deadline = time.monotonic() + 10
+
+    while True:
+        try:
+            started.client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail(f"redis-server did not start on port {port}")
+            time.sleep(0.05)
+
+    yield started
+
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture(autouse=True)
+def no_remote_configuration(monkeypatch):
+    for variable in (
+        "NINETOOTHED_ASCEND_REMOTE_CACHE",
+        "NINETOOTHED_ASCEND_REMOTE_SECRET",
+        "NINETOOTHED_ASCEND_REMOTE_SECRET_FILE",
+    ):
+        monkeypatch.delenv(variable, raising=False)
+
+
+def make(cache_dir, url, names=("add",), secret=SECRET, **test):
+    """Run :data:`PROGRAM` in a new interpreter; return what it printed."""
+
+    environment = {
+        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
+        "NINETOOTHED_ASCEND_REMOTE_CACHE": url,
+        "REMOTE_TEST": json.dumps(
+            {
+                "names": list(names),
+                "paths": {name: str(EXAMPLE_PATHS[name]) for name in EXAMPLE_PATHS},
+                **test,
+            }
+        ),
+    }
+
+    if secret is not None:
+        environment["NINETOOTHED_ASCEND_REMOTE_SECRET"] = secret
+
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PROGRAM)],
+        capture_output=True,
+        text=True,
+        env=os.environ | environment,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_read_through_across_two_caches(server, tmp_path):
+    first = make(tmp_path / "a", server.url)
+
+    assert first["ok"] == {"add": True} and first["built"] == [True]
+    assert first["warnings"] == []
+    (key,) = server.kernels()
+
+    # An empty cache: the entry comes from the store, is admitted (its
+    # variants built here from NineToothed's source and compared), written
+    # to the local cache and bound to the definition by the one generation
+    # of NineToothed's source that every entry from outside takes.
+    second = make(tmp_path / "b", server.url)
+
+    assert second["ok"] == {"add": True} and second["built"] == [False]
+    assert second["generations"] == 1 and second["warnings"] == []
+    local = json.loads((tmp_path / "b" / "kernels" / f"{key}.json").read_text())
+    assert local["verified"] is True
+
+    # Verified once, it is a local entry like any other.
+    third = make(tmp_path / "b", server.url)
+
+    assert third["ok"] == {"add": True} and third["generations"] == 0
+
+
+def test_a_client_without_the_secret_only_reads(server, tmp_path):
+    reader = make(tmp_path / "a", server.url, secret=None)
+
+    assert reader["ok"] == {"add": True} and reader["built"] == [True]
+    assert server.client.dbsize() == 0, "a client without the secret wrote"
+
+    make(tmp_path / "b", server.url)
+    read = make(tmp_path / "c", server.url, secret=None)
+
+    assert read["ok"] == {"add": True} and read["built"] == [False]
+    assert read["warnings"] == []
+
+
+def malicious(source, marker):
+    """``source`` that first writes ``marker`` when it is executed."""
+
+    return f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n" + source
+
+
+def put_source(server, text):
+    data = text.encode()
+    digest = hashlib.sha256(data).hexdigest()
+    server.client.set(f"ninetoothed-ascend:source:{digest}", data)
+
+    return digest
+
+
+def poison_source_kept_mac(server, key, marker):
+    # A source replaced and the entry rewritten to name it; the HMAC kept.
+    record = server.kernels()[key]
+    entry = json.loads(record["entry"])
+    source = server.client.get(
+        f"ninetoothed-ascend:source:{entry['variants']['cuda']['digest']}"
+    ).decode()
+    entry["variants"] = {"cuda": entry["variants"]["cuda"]}
+    entry["variants"]["cuda"]["digest"] = put_source(server, malicious(source, marker))
+    server.client.hset(
+        f"ninetoothed-ascend:kernel:{key}", "entry", json.dumps(entry).encode()
+    )
+
+
+def poison_source_bytes(server, key, marker):
+    # A source's bytes replaced under its digest: the entry and HMAC untouched.
+    entry = json.loads(server.kernels()[key]["entry"])
+    name = f"ninetoothed-ascend:source:{entry['variants']['cuda']['digest']}"
+    server.client.set(name, malicious(server.client.get(name).decode(), marker))
+
+
+def poison_other_secret(server, key, marker):
+    # The same rewrite, its HMAC computed with another secret.
+    from ninetoothed_ascend.cache.remote import mac
+
+    poison_source_kept_mac(server, key, marker)
+    entry = server.kernels()[key]["entry"]
+    digests = [
+        record["digest"]
+        for record in json.loads(entry)["variants"].values()
+        if record["digest"]
+    ]
+    server.client.hset(
+        f"ninetoothed-ascend:kernel:{key}",
+        "mac",
+        mac(b"another secret", key, entry, digests),
+    )
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [poison_source_kept_mac, poison_source_bytes, poison_other_secret],
+    ids=["source-changed-mac-kept", "source-bytes-swapped", "mac-of-another-secret"],
+)
+def test_a_tampered_entry_never_runs(server, tmp_path, poison):
+    make(tmp_path / "a", server.url)
+    (key,) = server.kernels()
+    marker = tmp_path / "ran"
+    poison(server, key, marker)
+
+    result = make(tmp_path / "b", server.url)
+
+    assert not marker.exists()
+    assert result["ok"] == {"add": True} and result["built"] == [True]
+    assert len(result["warnings"]) == 1
+    assert f"refused the entry of kernel {key[:12]}" in result["warnings"][0]
+
+
+def test_swapped_entries_are_refused(server, tmp_path):
+    make(tmp_path / "a", server.url, names=("add", "mul"))
+    kernels = server.kernels()
+    first, second = sorted(kernels)
+
+    for key, other in ((first, second), (second, first)):
+        server.client.hset(f"ninetoothed-ascend:kernel:{key}", mapping=kernels[other])
+
+    result = make(tmp_path / "b", server.url, names=("add", "mul"))
+
+    assert result["ok"] == {"add": True, "mul": True}
+    assert result["built"] == [True, True]
+    # One warning per process for the refusals, however many.
+    assert len(result["warnings"]) == 1
+    assert "refused the entry" in result["warnings"][0]
+
+
+def test_a_forged_entry_read_without_the_secret_never_runs(server, tmp_path):
+    # Without the secret a reader cannot check the HMAC: a forged entry that
+    # passes the archive checks is still compared with what its definition
+    # generates before anything of it runs.
+    make(tmp_path / "a", server.url)
+    (key,) = server.kernels()
+    marker = tmp_path / "ran"
+    poison_source_kept_mac(server, key, marker)
+
+    result = make(tmp_path / "b", server.url, secret=None)
+
+    assert not marker.exists()
+    assert result["ok"] == {"add": True} and result["built"] == [True]
+    assert any("is not what the definition" in w for w in result["warnings"])
+
+
+def fault_warnings(result):
+    return [w for w in result["warnings"] if "the remote cache" in w]
+
+
+def test_a_server_that_is_down(tmp_path):
+    result = make(
+        tmp_path / "a",
+        f"redis://127.0.0.1:{free_port()}/0",
+        names=("add", "softmax"),
+    )
+
+    assert result["ok"] == {"add": True, "softmax": True}
+    (warning,) = fault_warnings(result)
+    assert "is unreachable" in warning
+
+
+def test_a_server_killed_mid_run(server, tmp_path):
+    result = make(
+        tmp_path / "a",
+        server.url,
+        names=("add", "kill", "softmax", "mul"),
+        pid=server.process.pid,
+    )
+
+    assert result["ok"] == {"add": True, "softmax": True, "mul": True}
+    assert result["built"] == [True, True, True]
+    (warning,) = fault_warnings(result)
+    assert "is unreachable" in warning
+
+
+def test_a_full_server(server, tmp_path):
+    server.client.config_set("maxmemory-policy", "noeviction")
+    server.client.config_set("maxmemory", 1)
+
+    result = make(tmp_path / "a", server.url, names=("add", "softmax"))
+
+    assert result["ok"] == {"add": True, "softmax": True}
+    (warning,) = fault_warnings(result)
+    assert "is full" in warning
+    assert server.client.dbsize() == 0
+
+
+def test_a_slow_server_stalls_no_make_for_long(server, tmp_path):
+    from ninetoothed_ascend.cache.remote import TIMEOUT
+
+    def block():
+        # Answered when the test has ended and the server is stopped.
+        with contextlib.suppress(redis.RedisError):
+            redis.Redis.from_url(server.url).execute_command("DEBUG", "SLEEP", 60)
+
+    blocked = threading.Thread(target=block, daemon=True)
+    blocked.start()
+    time.sleep(0.2)
+
+    names = ("add", "softmax", "mul")
+    result = make(tmp_path / "b", server.url, names=names)
+
+    assert result["ok"] == dict.fromkeys(names, True)
+    (warning,) = fault_warnings(result)
+    assert "did not answer" in warning
+    # The first command waits TIMEOUT and the store is then left alone: a
+    # wait per kernel would be 2 * TIMEOUT each (a fetch and a publish).
+    assert TIMEOUT <= result["remote_seconds"] < 2 * TIMEOUT
+
+
+def test_eight_processes_against_one_server(server, tmp_path):
+    names = ("add", "softmax")
+    environment = os.environ | {
+        "NINETOOTHED_ASCEND_REMOTE_CACHE": server.url,
+        "NINETOOTHED_ASCEND_REMOTE_SECRET": SECRET,
+        "REMOTE_TEST": json.dumps(
+            {
+                "names": names,
+                "paths": {name: str(EXAMPLE_PATHS[name]) for name in names},
+            }
+        ),
+    }
+    start = time.monotonic()
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(PROGRAM)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment | {"NINETOOTHED_ASCEND_CACHE_DIR": str(tmp_path / str(n))},
+        )
+        for n in range(8)
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+
+    built = 0
+
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr
+        result = json.loads(stdout.strip().splitlines()[-1])
+        assert result["ok"] == dict.fromkeys(names, True), result
+        assert result["warnings"] == [], result["warnings"]
+        built += sum(result["built"])
+
+    assert len(server.kernels()) == len(names)
+    print(
+        f"8 processes x {len(names)} kernels against one server: {elapsed:.1f} s "
+        f"({cpu:.1f} CPU s), "
+        f"{built} of {8 * len(names)} makes generated, the others read the store"
+    )
+
+
+def test_an_evicted_source_is_a_miss_not_a_refusal(server, tmp_path):
+    make(tmp_path / "a", server.url)
+    (key,) = server.kernels()
+    server.client.delete(*server.client.keys("ninetoothed-ascend:source:*"))
+
+    result = make(tmp_path / "b", server.url)
+
+    assert result["ok"] == {"add": True} and result["built"] == [True]
+    assert result["warnings"] == []
+
+
+def test_the_secret_comes_from_the_environment_or_a_file(tmp_path, monkeypatch):
+    from ninetoothed_ascend.cache import remote
+
+    url = f"redis://127.0.0.1:{free_port()}/3"
+    monkeypatch.setenv(remote.REMOTE_VARIABLE, url)
+    path = tmp_path / "secret"
+    path.write_text("from a file\nignored\n")
+    monkeypatch.setenv(remote.SECRET_FILE_VARIABLE, str(path))
+
+    assert remote.store_from_environment().secret == b"from a file"
+    assert remote.store_from_environment().name == url
+
+    monkeypatch.setenv(remote.SECRET_VARIABLE, "from the environment")
+
+    assert remote.store_from_environment().secret == b"from the environment"
+
+    monkeypatch.delenv(remote.SECRET_VARIABLE)
+    monkeypatch.setenv(remote.SECRET_FILE_VARIABLE, str(tmp_path / "missing"))
+
+    with pytest.warns(UserWarning, match="cannot read the secret file .*missing"):
+        assert remote.store_from_environment() is None
+
+    monkeypatch.delenv(remote.REMOTE_VARIABLE)
+
+    assert remote.store_from_environment() is None
+
+
+def test_the_mac_covers_the_key_the_entry_and_its_sources():
+    from ninetoothed_ascend.cache.remote import mac
+
+    key, other = "a" * 64, "b" * 64
+    reference = mac(b"secret", key, b"{}", ["c" * 64])
+
+    assert mac(b"secret", key, b"{}", ["c" * 64]) == reference
+    assert mac(b"other", key, b"{}", ["c" * 64]) != reference
+    assert mac(b"secret", other, b"{}", ["c" * 64]) != reference
+    assert mac(b"secret", key, b"{ }", ["c" * 64]) != reference
+    assert mac(b"secret", key, b"{}", ["d" * 64]) != reference
+
+
+def test_without_the_redis_package_the_cache_is_local_with_one_warning(
+    tmp_path, monkeypatch
+):
+    from ninetoothed_ascend.cache import remote
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # ``import redis`` fails
+    monkeypatch.setenv(remote.REMOTE_VARIABLE, f"redis://127.0.0.1:{free_port()}/1")
+
+    with pytest.warns(UserWarning, match=r"pip install 'ninetoothed-ascend\[remote\]'"):
+        assert remote.store_from_environment() is None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert remote.store_from_environment() is None
