@@ -99,9 +99,6 @@ class _Rewriter(Transformer):
         # ``(lanes, size, K, start)`` for ``start + lanes * K`` (either order
         # of either operation; ``start`` may be absent, then ``None``), the
         # lanes an ``arange(0, size)`` and ``K`` an ``int`` constant above 1.
-        start = None
-        candidates = [node]
-
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             candidates = [(node.right, node.left), (node.left, node.right)]
         else:
@@ -126,9 +123,7 @@ class _Rewriter(Transformer):
                     and stride.value > 1
                     and (rest is None or not self._has_lanes(rest))
                 ):
-                    start = rest
-
-                    return lanes, size, stride.value, start
+                    return lanes, size, stride.value, rest
 
         return None
 
