@@ -262,6 +262,14 @@ class LoadWrapperPass(Pass):
             insert_after_imports(tree, ast.parse(self.WRAPPER_SOURCE).body)
 
 
+def holds_arange(owner, node):
+    """Whether ``node`` (``ast``) calls ``triton.language.arange`` anywhere, resolved through ``owner``'s imports: whether it varies per lane."""
+
+    return any(
+        owner.is_call_to(inner, "triton.language.arange") for inner in walk(node)
+    )
+
+
 def arange_positions(owner, node):
     """The tile axes, counted from the innermost (0), along which the ``arange`` calls in ``node`` vary (``set``).
 

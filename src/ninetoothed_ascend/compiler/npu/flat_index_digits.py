@@ -15,7 +15,7 @@ import itertools
 import operator
 
 from ninetoothed_ascend.compiler.generated import GeneratedModule
-from ninetoothed_ascend.compiler.passes import Pass
+from ninetoothed_ascend.compiler.passes import Pass, holds_arange
 from ninetoothed_ascend.compiler.syntax import (
     assignments,
     binds_directly,
@@ -162,7 +162,7 @@ def scalar_accesses(source):
             elif any(
                 isinstance(node, ast.BinOp)
                 and isinstance(node.op, (ast.FloorDiv, ast.Mod))
-                and _holds_arange(owner, node)
+                and holds_arange(owner, node)
                 and not _in_digit_group(owner, node, pointer)
                 for node in walk(pointer)
             ):
@@ -255,7 +255,7 @@ def _digit_term(owner, term, arguments):
     offsets = []
 
     for summand in summands(term.left):
-        (varying if _holds_arange(owner, summand) else offsets).append(summand)
+        (varying if holds_arange(owner, summand) else offsets).append(summand)
 
     if len(varying) != 1:
         return None
@@ -270,7 +270,7 @@ def _digit_term(owner, term, arguments):
 
         digit, steps = digit.left, steps + 1
 
-    if steps == 0 or not _holds_arange(owner, digit):
+    if steps == 0 or not holds_arange(owner, digit):
         return None
 
     return _DigitTerm(term, digit, varying[0], offsets, term.right.id)
@@ -290,12 +290,6 @@ def _is_size_expression(node):
         and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv))
         and _is_size_expression(node.left)
         and _is_size_expression(node.right)
-    )
-
-
-def _holds_arange(owner, node):
-    return any(
-        owner.is_call_to(inner, "triton.language.arange") for inner in walk(node)
     )
 
 

@@ -6,8 +6,8 @@ from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
     arange_size,
     index_lower_bound,
 )
-from ninetoothed_ascend.compiler.passes import MaskPass
-from ninetoothed_ascend.compiler.syntax import Transformer, same, walk
+from ninetoothed_ascend.compiler.passes import MaskPass, holds_arange
+from ninetoothed_ascend.compiler.syntax import Transformer, same
 
 
 class UnscaleStridedLaneBounds(MaskPass):
@@ -58,7 +58,7 @@ class _Rewriter(Transformer):
         term = self._strided_lanes(node.left)
         bound = node.comparators[0]
 
-        if term is None or self._has_lanes(bound):
+        if term is None or holds_arange(self._owner, bound):
             return node
 
         lanes, size, stride, start = term
@@ -121,7 +121,7 @@ class _Rewriter(Transformer):
                     and isinstance(stride, ast.Constant)
                     and type(stride.value) is int
                     and stride.value > 1
-                    and (rest is None or not self._has_lanes(rest))
+                    and (rest is None or not holds_arange(self._owner, rest))
                 ):
                     return lanes, size, stride.value, rest
 
@@ -145,15 +145,8 @@ class _Rewriter(Transformer):
                     same(tile, size)
                     and isinstance(step, ast.Constant)
                     and step.value == stride
-                    and not self._has_lanes(index)
+                    and not holds_arange(self._owner, index)
                 ):
                     return index
 
         return None
-
-    def _has_lanes(self, node):
-        return any(
-            isinstance(inner, ast.Call)
-            and self._owner.is_call_to(inner, "triton.language.arange")
-            for inner in walk(node)
-        )
