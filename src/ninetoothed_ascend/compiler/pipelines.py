@@ -27,6 +27,7 @@ from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cuda import (
 )
 from ninetoothed_ascend.compiler.emulation.reject_ascend_only import RejectAscendOnly
 from ninetoothed_ascend.compiler.npu.broadcast_load_pointer import BroadcastLoadPointer
+from ninetoothed_ascend.compiler.npu.build_float64_fill import BuildFloat64Fill
 from ninetoothed_ascend.compiler.npu.confine_masked_lanes import ConfineMaskedLanes
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.compiler.npu.defer_autotune import DeferAutotune
@@ -97,6 +98,7 @@ NPU = (
     SynchronizeReadBack,
     PersistentGrid,
     BroadcastLoadPointer,
+    BuildFloat64Fill,
     MergeDuplicateConfigs,
     DeferAutotune,
 )

@@ -328,14 +328,8 @@ def test_subtracting_before_demoting_passes_the_compile_check(pointer, tmp_path)
 
 
 @pytest.mark.ascend
-@pytest.mark.xfail(
-    strict=True,
-    reason="a masked fp64 load: triton-ascend 3.2's load casts its fill value "
-    "(0, or its default for other=None) from int32 to fp64, which its cast "
-    'refuses ("[fp8, fp64] is unsupported on Ascend"); every NineToothed load '
-    "of an fp64 tensor is masked",
-)
 def test_acosh_of_an_fp64_tensor_passes_the_compile_check():
+    # The masked fp64 load passes the frontend through BuildFloat64Fill.
     from ninetoothed_ascend.check.compile_check import check_variant
 
     results = check_variant(

@@ -85,12 +85,11 @@ class LowerFloat64(LoadWrapperPass):
     converts). Scalars need nothing: NineToothed passes Python floats, which
     Triton types as fp32.
 
-    Not lowered: a masked load of an fp64 tensor (every NineToothed load
-    is masked) fails triton-ascend 3.2's frontend, which casts the fill
-    value (``other=0``, or its own zero for ``other=None``) from int32 to
-    fp64 and refuses the cast;
-    ``test_acosh_of_an_fp64_tensor_passes_the_compile_check`` is an
-    ``xfail`` that shows it.
+    A masked load of an fp64 tensor (every NineToothed load is masked)
+    needs its fill value built in fp64, not cast to it:
+    :class:`~ninetoothed_ascend.compiler.npu.build_float64_fill.BuildFloat64Fill`,
+    later in the pipeline, does that
+    (``test_acosh_of_an_fp64_tensor_passes_the_compile_check``).
 
     Precision: results of kernels on fp64 tensors, or that ask for fp64
     intermediates, are fp32-accurate (about 7 significant digits, range
