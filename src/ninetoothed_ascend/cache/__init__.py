@@ -106,8 +106,10 @@ __all__ = [
 #: versions and the package digest (JSON), by file metadata; ``function``, a
 #: function's ``inspect.getsource`` text, by file metadata; ``device``, the
 #: device properties Triton's driver reports (JSON), by the CUDA device's
-#: identity.
-MEMO_KINDS = ("environment", "function", "device")
+#: identity; ``refusal``, a config of an NPU variant BiShengIR refused for
+#: the Unified Buffer (JSON: the bytes required and available), by what
+#: decides its compile (:mod:`ninetoothed_ascend.runtime.refused_configs`).
+MEMO_KINDS = ("environment", "function", "device", "refusal")
 
 #: Seconds within which a use of an entry does not move its modification
 #: time again: least-recently-used eviction needs no finer order.

@@ -216,22 +216,15 @@ def compile_linalg(
     :raises BiShengIRNotInstalled: ``ascendnpu-ir`` is not installed.
     """
 
-    binary = compiler_path(arch)
-    flags = _A5_FLAGS if arch in A5_ARCHS else _A2_A3_FLAGS
-
     with tempfile.TemporaryDirectory(prefix="bishengir-") as directory:
         directory = pathlib.Path(directory)
         source = directory / "kernel.ttadapter.mlir"
         source.write_text(linalg_text)
-        command = [
-            str(binary),
-            source.name,
-            f"--target={arch}",
-            *flags,
-            *(["--enable-memory-display"] if memory_report else []),
-            "-o",
-            "kernel",
-        ]
+        command = compile_command(source.name, "kernel", arch)
+
+        if memory_report:
+            command[-2:-2] = ["--enable-memory-display"]
+
         start = time.perf_counter()
 
         try:
@@ -266,6 +259,29 @@ def compile_linalg(
         seconds=seconds,
         planned_ub_bytes=planned,
     )
+
+
+def compile_command(source, output, arch=DEFAULT_ARCH):
+    """The ``bishengir-compile`` command line triton-ascend 3.2.0's ``npubin`` stage runs (see :func:`compile_linalg`).
+
+    :param source: ``str``, the ``ttadapter`` output's file.
+    :param output: ``str``, the output's file name, without extension.
+    :param arch: ``str``, the SoC (:data:`A2_A3_ARCHS`, :data:`A5_ARCHS`).
+    :return: ``list`` of ``str``, ending with ``-o output``.
+    :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
+    :raises BiShengIRNotInstalled: ``ascendnpu-ir`` is not installed.
+    """
+
+    flags = _A5_FLAGS if arch in A5_ARCHS else _A2_A3_FLAGS
+
+    return [
+        str(compiler_path(arch)),
+        source,
+        f"--target={arch}",
+        *flags,
+        "-o",
+        output,
+    ]
 
 
 def parse_output(output, *, arch=DEFAULT_ARCH, seconds=0.0, planned_ub_bytes=None):

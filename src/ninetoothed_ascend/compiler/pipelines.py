@@ -31,6 +31,7 @@ from ninetoothed_ascend.compiler.npu.build_float64_fill import BuildFloat64Fill
 from ninetoothed_ascend.compiler.npu.confine_masked_lanes import ConfineMaskedLanes
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.compiler.npu.defer_autotune import DeferAutotune
+from ninetoothed_ascend.compiler.npu.drop_refused_configs import DropRefusedConfigs
 from ninetoothed_ascend.compiler.npu.fill_masked_loads import FillMaskedLoads
 from ninetoothed_ascend.compiler.npu.filter_autotune_key import FilterAutotuneKey
 from ninetoothed_ascend.compiler.npu.fold_math_constants import FoldMathConstants
@@ -101,6 +102,7 @@ NPU = (
     BuildFloat64Fill,
     MergeDuplicateConfigs,
     DeferAutotune,
+    DropRefusedConfigs,
 )
 
 #: The CPU variant, for Triton's interpreter.

@@ -8,7 +8,7 @@ from ninetoothed_ascend.compiler.syntax import constexpr_parameters
 
 
 class UnifiedBufferOverflowError(ValueError):
-    """A launch whose tiles the UB model says do not fit the Unified Buffer, refused before any compile."""
+    """A launch whose tiles do not fit the Unified Buffer: by the UB model, refused before any compile (:class:`OverflowCheck`), or by BiShengIR, every config its compile tried refused (:mod:`ninetoothed_ascend.runtime.refused_configs`)."""
 
 
 class OverflowCheck:
