@@ -22,7 +22,11 @@ from helpers import shared_example
 
 from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.check import bishengir
-from ninetoothed_ascend.runtime import UnifiedBufferOverflowError, drop_refused_configs
+from ninetoothed_ascend.runtime import (
+    UnifiedBufferOverflowError,
+    drop_refused_configs,
+)
+from ninetoothed_ascend.runtime.refused_configs import with_refusals
 
 pytestmark = pytest.mark.ascend
 
@@ -117,13 +121,19 @@ def _autotuner(kernel, block_sizes, cache):
     import triton
 
     launch = BiShengIRLaunch(kernel)
-    autotuner = triton.autotune(
-        configs=[triton.Config({_block_size(kernel): size}) for size in block_sizes],
-        key=["ninetoothed_ninetoothed_tensor_0_size_0"],
-        do_bench=lambda call, quantiles: (call(), [1.0, 1.0, 1.0])[1],
-    )(launch)
 
-    return drop_refused_configs(autotuner, "add", VARIANT, "Ascend910B1", cache), launch
+    # As DropRefusedConfigs decorates DeferAutotune's factory.
+    @drop_refused_configs("add", VARIANT, "Ascend910B1", cache)
+    def factory():
+        return triton.autotune(
+            configs=[
+                triton.Config({_block_size(kernel): size}) for size in block_sizes
+            ],
+            key=["ninetoothed_ninetoothed_tensor_0_size_0"],
+            do_bench=lambda call, quantiles: (call(), [1.0, 1.0, 1.0])[1],
+        )(launch)
+
+    return factory(), launch
 
 
 @pytest.mark.parametrize(
@@ -222,9 +232,7 @@ def test_a_miss_of_the_ub_model_on_adds_strided_launch_costs_one_compile(tmp_pat
         },
         do_bench=lambda call, quantiles: (call(), [1.0, 1.0, 1.0])[1],
     )(launch)
-    refusing = drop_refused_configs(
-        autotuner, "add", VARIANT, "Ascend910B1", Cache(tmp_path)
-    )
+    refusing = with_refusals(autotuner, "add", VARIANT, "Ascend910B1", Cache(tmp_path))
 
     with pytest.warns(UserWarning, match=r"BLOCK_SIZE_\d+: 4096.* 262144 bytes"):
         refusing[(1,)](*_strided_inputs())
@@ -311,7 +319,7 @@ def _failing_autotuner(kernel, error, cache, block_sizes=(1024, 2048)):
         do_bench=lambda call, quantiles: (call(), [1.0, 1.0, 1.0])[1],
     )(launch)
 
-    return drop_refused_configs(autotuner, "add", VARIANT, "Ascend910B1", cache), launch
+    return with_refusals(autotuner, "add", VARIANT, "Ascend910B1", cache), launch
 
 
 def test_other_compile_failures_are_raised_as_they_are(kernel, tmp_path):

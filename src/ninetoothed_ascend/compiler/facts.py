@@ -36,6 +36,11 @@ FLAT_ACCESS_FLAGS = "flat_access_flags"
 #: ``TransposeStridedTiles``' choices: ``dict`` flag name -> ``TransposedAccess``.
 TRANSPOSED_ACCESSES = "transposed_accesses"
 
+#: The factories ``DeferAutotune`` made: ``dict`` factory name -> the name
+#: of the kernel its autotuner wraps (``None`` where it wraps no kernel of
+#: the module).
+DEFERRED_AUTOTUNERS = "deferred_autotuners"
+
 #: The parameters that must lead an autotuner's key: ``dict`` autotuner
 #: name -> ``list`` of ``str`` (``FitUnifiedBuffer``: the launch sizes,
 #: innermost strides and layout flags its configs depend on).

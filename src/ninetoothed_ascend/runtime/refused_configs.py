@@ -16,9 +16,10 @@ first one anyway, which fails again with the compiler's traceback; with one
 config it does not benchmark, and the launch fails likewise. No refusal is
 kept: every new process compiles the refused configs again.
 
-:func:`drop_refused_configs` gives the NPU variant's autotuner these rules
-instead (on triton-ascend only; anywhere else, an emulation, it returns the
-autotuner as it is):
+:func:`drop_refused_configs` (a decorator of the NPU variant's autotuner
+factory) and :func:`with_refusals` give the NPU variant's autotuner these
+rules instead (on triton-ascend only; anywhere else, an emulation, the
+autotuner is returned as it is):
 
 - a config whose compile BiShengIR refuses for the UB is timed ``inf``, with
   one warning naming the kernel, the config and the bytes, and the next is
@@ -64,7 +65,27 @@ logger = logging.getLogger(__name__)
 MEMO_KIND = "refusal"
 
 
-def drop_refused_configs(autotuner, kernel, variant, soc, cache=None):
+def drop_refused_configs(kernel, variant, soc, cache=None):
+    """A decorator for a factory of an autotuner (``DeferAutotune``'s): what the factory returns goes through :func:`with_refusals`.
+
+    :param kernel: ``str``, the kernel's name.
+    :param variant: ``str``, sha256 hex of the NPU variant's source.
+    :param soc: ``str``, the SoC the variant was generated for.
+    :param cache: see :func:`with_refusals`.
+    :return: ``callable(factory) -> factory``.
+    """
+
+    def decorate(factory):
+        @functools.wraps(factory)
+        def made():
+            return with_refusals(factory(), kernel, variant, soc, cache)
+
+        return made
+
+    return decorate
+
+
+def with_refusals(autotuner, kernel, variant, soc, cache=None):
     """Give ``autotuner`` the rules of this module where ``import triton`` is triton-ascend; else return it as it is.
 
     :param autotuner: what ``triton.autotune(...)(kernel)`` returned.

@@ -15,28 +15,31 @@ from ninetoothed_ascend.compiler.npu.drop_refused_configs import (
 from ninetoothed_ascend.compiler.target import Target
 
 SOURCE = """
-import functools
 import triton as t
 
 @t.jit
 def kernel(x, BLOCK_SIZE: t.language.constexpr):
     pass
 
-@functools.cache
-def kernel_with_auto_tuning():
-    return t.autotune(configs=[t.Config({'BLOCK_SIZE': 64})], key=['x'])(kernel)
+kernel_with_auto_tuning = t.autotune(configs=[t.Config({'BLOCK_SIZE': 64})], key=['x'])(kernel)
 
 def launch(x):
-    kernel_with_auto_tuning()[(1,)](x)
+    kernel_with_auto_tuning[(1,)](x)
 """
 
 
-def test_the_autotuner_is_wrapped_with_the_kernel_the_variant_and_the_soc():
-    source, count = rewrite(DropRefusedConfigs, SOURCE)
-    target = Target.from_environment("npu")
-    variant = hashlib.sha256(
-        ast.unparse(ast.parse(textwrap.dedent(SOURCE))).encode()
-    ).hexdigest()
+def _deferred(source):
+    # As the NPU pipeline runs them: DeferAutotune, then the pass.
+    return rewrite(DeferAutotune, source, then=(DropRefusedConfigs,))[0]
+
+
+def test_the_factory_is_decorated_with_the_kernel_the_variant_and_the_soc():
+    tree = ast.parse(textwrap.dedent(SOURCE))
+    facts = {}
+    DeferAutotune(Target.from_environment("npu"), facts).run(tree)
+    variant = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()
+    count = DropRefusedConfigs(Target.from_environment("npu"), facts).run(tree)
+    source = ast.unparse(tree)
 
     assert count == 1
     assert (
@@ -44,14 +47,16 @@ def test_the_autotuner_is_wrapped_with_the_kernel_the_variant_and_the_soc():
         in source
     )
     assert (
-        f"return {WRAPPER}(t.autotune(configs=[t.Config({{'BLOCK_SIZE': 64}})], "
-        f"key=['x'])(kernel), 'kernel', '{variant}', '{target.soc.name}')"
+        "@functools.cache\n"
+        f"@{WRAPPER}('kernel', '{variant}', "
+        f"'{Target.from_environment('npu').soc.name}')\n"
+        "def kernel_with_auto_tuning():\n"
+        "    return t.autotune("
     ) in source
 
 
-def test_after_defer_autotune_the_factory_returns_the_wrapped_autotuner():
-    source, _ = rewrite(
-        DeferAutotune,
+def test_the_decorated_factory_wraps_the_autotuner_once_at_the_first_launch():
+    source = _deferred(
         """
         import triton
 
@@ -62,15 +67,20 @@ def test_after_defer_autotune_the_factory_returns_the_wrapped_autotuner():
 
         def launch(n):
             return tuned[lambda meta: (n,)]
-        """,
-        then=(DropRefusedConfigs,),
+        """
     )
     wrapped = []
 
-    def drop_refused_configs(autotuner, kernel, variant, soc):
-        wrapped.append((autotuner, kernel, len(variant), soc))
+    def drop_refused_configs(kernel, variant, soc):
+        def decorate(factory):
+            def made():
+                wrapped.append((kernel, len(variant), soc))
 
-        return autotuner
+                return factory()
+
+            return made
+
+        return decorate
 
     class FakeTriton:
         @staticmethod
@@ -86,15 +96,15 @@ def test_after_defer_autotune_the_factory_returns_the_wrapped_autotuner():
 
     assert wrapped == []
     assert namespace["launch"](3) == "launcher"
-    assert namespace["launch"](3) == "launcher"
-    assert [item[1:] for item in wrapped] == [
-        ("kernel", 64, Target.from_environment("npu").soc.name)
-    ]
+    assert namespace["launch"](4) == "launcher"
+    assert wrapped == [("kernel", 64, Target.from_environment("npu").soc.name)]
 
 
-def test_a_module_without_an_autotuner_is_left_as_it_is():
-    source, count = rewrite(
-        DropRefusedConfigs,
+def test_without_deferred_autotuners_nothing_is_rewritten():
+    # No factory of DeferAutotune (the fact it publishes): a module-level
+    # autotuner is left to it, and a module without one is left as it is.
+    for source in (
+        SOURCE,
         """
         import triton
 
@@ -102,27 +112,8 @@ def test_a_module_without_an_autotuner_is_left_as_it_is():
         def kernel(x):
             pass
         """,
-    )
+    ):
+        rewritten, count = rewrite(DropRefusedConfigs, source)
 
-    assert count == 0
-    assert WRAPPER not in source
-
-
-def test_a_call_named_like_autotune_but_not_it_is_left_as_it_is():
-    source, count = rewrite(
-        DropRefusedConfigs,
-        """
-        import triton
-
-        def autotune(configs, key):
-            return lambda kernel: kernel
-
-        def kernel():
-            pass
-
-        tuned = autotune(configs=[1], key=['n'])(kernel)
-        """,
-    )
-
-    assert count == 0
-    assert WRAPPER not in source
+        assert count == 0
+        assert WRAPPER not in rewritten

@@ -2,6 +2,7 @@
 
 import ast
 
+from ninetoothed_ascend.compiler.facts import DEFERRED_AUTOTUNERS
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import Transformer
 
@@ -22,7 +23,8 @@ class DeferAutotune(Pass):
             return triton.autotune(...)(kernel)
 
     and every use of ``name`` becomes ``name()``. The autotuner is created once,
-    at the first launch, with the same configs and key.
+    at the first launch, with the same configs and key. The factories it
+    made are the fact :data:`~ninetoothed_ascend.compiler.facts.DEFERRED_AUTOTUNERS`.
 
     :Constraint: Triton 3.2's `triton.autotune` asks the driver for a
         benchmarker at import ("0 active drivers" without an NPU)
@@ -43,6 +45,9 @@ class DeferAutotune(Pass):
                 _cached_factory(target, statement.value), statement
             )
             deferred.add(target)
+            self.facts.setdefault(DEFERRED_AUTOTUNERS, {})[target] = (
+                autotuner.kernel.name if autotuner.kernel is not None else None
+            )
             self.rewrote()
 
         if deferred:

@@ -3,6 +3,7 @@
 import ast
 import hashlib
 
+from ninetoothed_ascend.compiler.facts import DEFERRED_AUTOTUNERS
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import insert_after_imports
 
@@ -11,7 +12,7 @@ WRAPPER = "ninetoothed_ascend_drop_refused_configs"
 
 
 class DropRefusedConfigs(Pass):
-    """Wrap each ``triton.autotune(...)(kernel)`` in the plugin's runtime autotuner, which drops a config BiShengIR refuses for the UB.
+    """Make each autotuner ``DeferAutotune`` defers the plugin's runtime autotuner, which drops a config BiShengIR refuses for the UB.
 
     Constraint: the UB model (``FitUnifiedBuffer``, docs/ub.md) can miss:
     BiShengIR plans the Unified Buffer itself, and a config it finds too
@@ -29,18 +30,24 @@ class DropRefusedConfigs(Pass):
     compiler's traceback. Nothing is remembered: each process compiles the
     refused configs again.
 
-    The autotuner expression becomes::
+    Each factory ``DeferAutotune`` made (the fact
+    :data:`~ninetoothed_ascend.compiler.facts.DEFERRED_AUTOTUNERS`) gets a
+    decorator under its ``functools.cache``::
 
-        ninetoothed_ascend_drop_refused_configs(
-            triton.autotune(...)(kernel), 'kernel', '<sha256 of the variant>', '<SoC>'
-        )
+        @functools.cache
+        @ninetoothed_ascend_drop_refused_configs('kernel', '<sha256 of the variant>', '<SoC>')
+        def name():
+            return triton.autotune(...)(kernel)
 
-    (:func:`ninetoothed_ascend.runtime.refused_configs.drop_refused_configs`):
-    on triton-ascend, a refused config is dropped with a one-line warning and
-    remembered in the cache, every config refused raises
+    (:func:`ninetoothed_ascend.runtime.refused_configs.drop_refused_configs`),
+    which hands what the factory returns to
+    :func:`~ninetoothed_ascend.runtime.refused_configs.with_refusals`: on
+    triton-ascend, a refused config is dropped with a one-line warning and
+    remembered in the cache, no config compiling raises
     ``UnifiedBufferOverflowError`` with the bytes, any other compile failure
-    is raised as it was; elsewhere (the emulations) the autotuner is
-    returned as ``triton.autotune`` made it. The digest is that of the
+    is raised as it was; elsewhere (the emulations, whose
+    ``FixAutotuneConfig`` replaces the factory's autotuner by the kernel) what
+    the factory returns is returned as it is. The digest is that of the
     variant's source before this pass: a later NineToothed output or pass
     changes it, and with it every remembered refusal's stamp. The configs
     themselves are not changed: the runtime only drops those BiShengIR
@@ -53,18 +60,32 @@ class DropRefusedConfigs(Pass):
         `backends/ascend/compiler.py` (`check=True`), `compiler/compiler.py`;
         measured with ascendnpu-ir 1.2.0,
         `tests/runtime/test_refused_configs.py`
-    :Rewrites: `triton.autotune(...)(kernel)` is wrapped in
-        `runtime.drop_refused_configs(..., kernel, variant digest, SoC)`
+    :Rewrites: each factory `DeferAutotune` made is decorated with
+        `runtime.drop_refused_configs(kernel, variant digest, SoC)`
     """
 
     TRIGGERS = ("triton.autotune",)
 
     def visit_Module(self, node):
+        factories = self.facts.get(DEFERRED_AUTOTUNERS, {})
+        functions = self.module.functions()
         variant = hashlib.sha256(ast.unparse(node).encode()).hexdigest()
-        wrapped = _Wrap(self, variant)
-        wrapped.visit(node)
 
-        if wrapped.count:
+        for name, kernel in factories.items():
+            factory = functions.get(name)
+
+            if factory is None:
+                continue
+
+            decorator = ast.parse(
+                f"{WRAPPER}({kernel or name!r}, {variant!r}, {self.target.soc.name!r})",
+                mode="eval",
+            ).body
+            # Under ``functools.cache``: the autotuner is wrapped once.
+            factory.decorator_list.append(decorator)
+            self.rewrote()
+
+        if self.rewrites:
             insert_after_imports(
                 node,
                 ast.parse(
@@ -72,34 +93,5 @@ class DropRefusedConfigs(Pass):
                     f"as {WRAPPER}"
                 ).body,
             )
-            self.rewrote(wrapped.count)
 
         return node
-
-
-class _Wrap(ast.NodeTransformer):
-    def __init__(self, rewrite, variant):
-        self._pass = rewrite
-        self._variant = variant
-        self.count = 0
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-
-        if not self._pass.module.is_autotuned(node):
-            return node
-
-        argument = node.args[0] if node.args else None
-        kernel = argument.id if isinstance(argument, ast.Name) else "<kernel>"
-        self.count += 1
-
-        return ast.Call(
-            ast.Name(WRAPPER, ast.Load()),
-            [
-                node,
-                ast.Constant(kernel),
-                ast.Constant(self._variant),
-                ast.Constant(self._pass.target.soc.name),
-            ],
-            [],
-        )
