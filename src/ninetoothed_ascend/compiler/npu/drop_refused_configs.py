@@ -68,6 +68,10 @@ class DropRefusedConfigs(Pass):
 
     def visit_Module(self, node):
         factories = self.facts.get(DEFERRED_AUTOTUNERS, {})
+
+        if not factories:
+            return node
+
         functions = self.module.functions()
         variant = hashlib.sha256(ast.unparse(node).encode()).hexdigest()
 
