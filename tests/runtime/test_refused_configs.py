@@ -294,25 +294,28 @@ def test_a_refusal_is_remembered_per_specialization(kernel, tmp_path):
 
 
 class _Failing:
-    """A kernel stand-in whose every compile fails with ``error``."""
+    """A kernel stand-in whose compiles fail with ``error``: every one, or those of the block sizes in ``failing``."""
 
-    def __init__(self, kernel, error):
+    def __init__(self, kernel, error, failing=None):
         self.fn = kernel
         self.arg_names = kernel.arg_names
         self.params = kernel.params
         self.error = error
-        self.runs = 0
+        self.failing = failing
+        self.runs = []
 
     def run(self, *args, **kwargs):
-        self.runs += 1
+        size = kwargs[_block_size(self.fn)]
+        self.runs.append(size)
 
-        raise self.error
+        if self.failing is None or size in self.failing:
+            raise self.error
 
 
-def _failing_autotuner(kernel, error, cache, block_sizes=(1024, 2048)):
+def _failing_autotuner(kernel, error, cache, block_sizes=(1024, 2048), failing=None):
     import triton
 
-    launch = _Failing(kernel, error)
+    launch = _Failing(kernel, error, failing)
     autotuner = triton.autotune(
         configs=[triton.Config({_block_size(kernel): size}) for size in block_sizes],
         key=["ninetoothed_ninetoothed_tensor_0_size_0"],
@@ -322,19 +325,41 @@ def _failing_autotuner(kernel, error, cache, block_sizes=(1024, 2048)):
     return with_refusals(autotuner, "add", VARIANT, "Ascend910B1", cache), launch
 
 
-def test_other_compile_failures_are_raised_as_they_are(kernel, tmp_path):
+def _garbage():
     from triton.compiler.errors import MLIRCompilationError
 
-    error = MLIRCompilationError(
+    return MLIRCompilationError(
         "ConvertLinalgRToBinary",
         "loc(\"kernel.ttadapter.mlir\":1:1): error: custom op 'garbage' is unknown",
     )
-    refusing, launch = _failing_autotuner(kernel, error, Cache(tmp_path))
+
+
+def test_other_compile_failures_are_raised_as_they_are_where_no_config_compiles(
+    kernel, tmp_path
+):
+    from triton.compiler.errors import MLIRCompilationError
+
+    refusing, launch = _failing_autotuner(kernel, _garbage(), Cache(tmp_path))
 
     with pytest.raises(MLIRCompilationError, match="garbage"):
         refusing[(1,)](*_strided_inputs())
 
-    assert launch.runs == 1
+    # Both tried, as triton-ascend tries them; nothing remembered.
+    assert launch.runs == [1024, 2048]
+    assert not list(tmp_path.glob("memos/refusal/*"))
+
+
+def test_another_compile_failure_drops_its_config_as_triton_ascend_does(
+    kernel, tmp_path
+):
+    refusing, launch = _failing_autotuner(
+        kernel, _garbage(), Cache(tmp_path), failing={1024}
+    )
+
+    refusing[(1,)](*_strided_inputs())
+
+    # 1024 failed and was timed inf; 2048 benchmarked, then launched.
+    assert launch.runs == [1024, 2048, 2048]
     assert not list(tmp_path.glob("memos/refusal/*"))
 
 
@@ -365,4 +390,4 @@ def test_a_malformed_record_is_ignored_and_the_config_compiled_again(kernel, tmp
             again[(1,)](*_strided_inputs())
 
         # Compiled again: the record was not believed.
-        assert relaunch.runs == 1
+        assert relaunch.runs == [8192]

@@ -37,10 +37,11 @@ autotuner is returned as it is):
   argument's type, ``"D"`` for a pointer or integer divisible by 16, ``"1"``
   for an integer equal to 1; constexpr values as given). A later autotuner,
   in this process or another, skips a remembered config without compiling it;
-- any other compile failure is raised as the compiler raised it, where
-  triton-ascend would time it ``inf`` too: only a UB refusal is dropped
-  (``OutOfResources`` and ``CompileTimeAssertionFailure`` keep
-  triton-ascend's ``inf``).
+- any other compile failure (``MLIRCompilationError``, ``OutOfResources``,
+  ``CompileTimeAssertionFailure``) is timed ``inf`` as triton-ascend times it,
+  and not remembered; where no config compiles and BiShengIR refused none,
+  the first such failure is raised as the compiler raised it. Any other
+  exception is raised at once.
 
 A remembered refusal is data read from the cache directory: it is accepted
 only as a JSON object of two byte counts, required above available; anything
@@ -367,7 +368,7 @@ def _shown(config):
 def _refusing_class():
     # Made at the first use: it subclasses triton-ascend's ``Autotuner``,
     # which only exists where ``import triton`` is triton-ascend.
-    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.compiler.errors import CompileTimeAssertionFailure, MLIRCompilationError
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.errors import OutOfResources
 
@@ -420,6 +421,7 @@ def _refusing_class():
             # knows whether any compiled.
             self._pending = len(kept)
             self._compiled = 0
+            self._failed = []
 
             return kept
 
@@ -431,27 +433,38 @@ def _refusing_class():
                 timing = self.do_bench(
                     self._launcher(args, config, meta), quantiles=(0.5, 0.2, 0.8)
                 )
-            except (OutOfResources, CompileTimeAssertionFailure):
+            except (OutOfResources, CompileTimeAssertionFailure) as error:
                 # As triton-ascend's ``_bench``.
+                self._failed.append(error)
                 timing = [float("inf")] * 3
             except Exception as error:
                 found = refusal(error)
 
                 if found is None:
-                    raise
+                    if not isinstance(error, MLIRCompilationError):
+                        raise
 
-                self.refusals.remember(
-                    self._stamp(args, meta, config), config.all_kwargs(), *found
-                )
-                self._refused.append((config.kwargs, *found))
-                timing = [float("inf")] * 3
+                    # As triton-ascend's ``_bench``: another config may compile.
+                    self._failed.append(error)
+                    timing = [float("inf")] * 3
+
+                else:
+                    self.refusals.remember(
+                        self._stamp(args, meta, config), config.all_kwargs(), *found
+                    )
+                    self._refused.append((config.kwargs, *found))
+                    timing = [float("inf")] * 3
             else:
                 self._compiled += 1
 
             # None compiled: triton-ascend would launch the first config,
             # compiling it again to fail with the compiler's traceback.
-            if self._pending == 0 and self._compiled == 0 and self._refused:
-                raise self.refusals.error(self._refused) from None
+            if self._pending == 0 and self._compiled == 0:
+                if self._refused:
+                    raise self.refusals.error(self._refused) from None
+
+                if self._failed:
+                    raise self._failed[0]
 
             if found is not None:
                 self.refusals.warn(config.kwargs, *found, remembered=False)
