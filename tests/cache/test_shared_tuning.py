@@ -202,3 +202,62 @@ def test_a_server_that_is_down_leaves_local_records(server, tmp_path):
 
     assert first["benchmarks"] == 6 and second["benchmarks"] == 0
     assert len(first["warnings"]) == 1 and "is unreachable" in first["warnings"][0]
+
+
+#: A module as the NPU variant has it: the autotuner made by a cached factory
+#: at the first launch (DeferAutotune).
+FACTORY_MODULE = """
+import functools
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x, n, BLOCK: tl.constexpr):
+    pass
+
+@functools.cache
+def kernel_with_auto_tuning():
+    return triton.autotune(
+        configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+        key=["n"],
+    )(kernel)
+
+def launch_kernel(x, n):
+    return kernel_with_auto_tuning()
+"""
+
+
+def test_an_autotuner_made_by_a_factory_at_the_first_launch_is_shared(tmp_path):
+    from ninetoothed_ascend.cache import shared_tuning
+
+    path = tmp_path / "variant.py"
+    path.write_text(FACTORY_MODULE)
+    namespace = {"__name__": "variant", "__file__": str(path)}
+    exec(compile(FACTORY_MODULE, str(path), "exec"), namespace)
+    factory = namespace["kernel_with_auto_tuning"]
+
+    launch = shared_tuning.share(namespace["launch_kernel"], "0" * 64, "npu", tmp_path)
+
+    assert namespace["kernel_with_auto_tuning"] is not factory
+    tuner = launch(None, 4099)
+    assert isinstance(tuner.cache, shared_tuning.Choices)
+    assert launch(None, 4099) is tuner
+
+    # The choice a benchmark makes is recorded and found for the bucket.
+    tuner.cache[(4099, "torch.float16")] = tuner.configs[1]
+    other = shared_tuning.Choices(
+        tuner,
+        shared_tuning.Records(tmp_path),
+        ("0" * 64, "npu", "kernel_with_auto_tuning"),
+    )
+
+    assert (5000, "torch.float16") in other and other[
+        (5000, "torch.float16")
+    ] is tuner.configs[1]
+    assert (4096, "torch.float16") not in other
+
+    # Sharing again changes nothing.
+    shared = namespace["kernel_with_auto_tuning"]
+    shared_tuning.share(launch, "0" * 64, "npu", tmp_path)
+
+    assert namespace["kernel_with_auto_tuning"] is shared
