@@ -1,15 +1,20 @@
 """Triton's binaries on a real ``redis-server``: the key with the toolchain, a group's round trip, refusals, faults.
 
-Triton's interpreter compiles nothing, so the files here are what Triton
-gives its cache manager (bytes under Triton's names, then the group that
-indexes them) through Triton's own ``get_cache_manager``; a real compile
-on a GPU is ``scripts/shared_triton_cache_on_gpu.py``.
+Most tests hand Triton's cache manager what Triton's ``compile`` hands it
+(bytes under Triton's names, then the group that indexes them), through
+Triton's own ``get_cache_manager``. CUDA Triton also compiles for a GPU
+target it is given without a GPU (down to the cubin, with the ``ptxas`` in
+its wheel), so :func:`test_a_second_process_loads_what_the_first_compiled`
+compiles for real; launching needs a GPU: ``scripts/shared_triton_cache_on_gpu.py``.
 """
 
 import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
@@ -289,3 +294,86 @@ def test_a_server_that_is_down_leaves_the_local_cache_working(
     messages = [str(w.message) for w in caught]
 
     assert len(messages) == 1 and "is unreachable" in messages[0], messages
+
+
+#: Compiles a kernel for an sm_90 target with ``triton.compile`` (no GPU
+#: needed) and prints the seconds it took, the files Triton wrote through the
+#: cache manager, and the cubin's sha256.
+COMPILE = """
+    import hashlib, json, time, warnings
+    warnings.simplefilter("ignore")
+    import triton, triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from ninetoothed_ascend.cache import triton_binaries
+    written = []
+    put = triton_binaries.StoreCacheManager.put
+    def counted(self, data, filename, binary=True):
+        if not filename.startswith("__grp__"):
+            written.append(filename)
+        return put(self, data, filename, binary=binary)
+    triton_binaries.StoreCacheManager.put = counted
+    @triton.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + i, tl.load(x + i, mask=i < n) + tl.load(y + i, mask=i < n), mask=i < n)
+    signature = {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    start = time.perf_counter()
+    kernel = triton.compile(ASTSource(add, signature, {"BLOCK": 128}), target=GPUTarget("cuda", 90, 32))
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "written": written,
+                      "cubin": hashlib.sha256(kernel.asm["cubin"]).hexdigest()}))
+"""
+
+
+def compile_in_new_process(directory, url, secret=SECRET, path=None):
+    environment = {
+        "TRITON_CACHE_MANAGER": MANAGER,
+        "TRITON_CACHE_DIR": str(directory),
+        "NINETOOTHED_ASCEND_REMOTE_CACHE": url,
+        "TRITON_DEFAULT_FP_FUSION": "1",
+    }
+
+    if secret is not None:
+        environment["NINETOOTHED_ASCEND_REMOTE_SECRET"] = secret
+
+    if path is not None:
+        environment["PATH"] = f"{path}{os.pathsep}{os.environ['PATH']}"
+
+    # Triton reads a kernel's source from its file.
+    program = directory.parent / "compile.py"
+    program.write_text(textwrap.dedent(COMPILE))
+    completed = subprocess.run(
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        env=os.environ | environment,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_what_the_first_compiled(tmp_path, server):
+    first = compile_in_new_process(tmp_path / "a", server.url)
+
+    assert {"add.ttir", "add.ptx", "add.cubin", "add.json"} <= set(first["written"])
+
+    # Another machine, an empty local cache: every stage's file from the store.
+    second = compile_in_new_process(tmp_path / "b", server.url)
+
+    assert second["written"] == [] and second["cubin"] == first["cubin"]
+    assert list((tmp_path / "b").rglob("add.cubin"))
+
+    # Another bishengir-compile: another key, so Triton compiles.
+    other = fake_tool(tmp_path / "bin", "bishengir-compile", "bishengir-compile 0.0.0")
+    third = compile_in_new_process(tmp_path / "c", server.url, path=other.parent)
+
+    assert "add.cubin" in third["written"]
+
+    # Without the secret nothing is read: Triton compiles.
+    fourth = compile_in_new_process(tmp_path / "d", server.url, secret=None)
+
+    assert "add.cubin" in fourth["written"]
