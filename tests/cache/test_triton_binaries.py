@@ -189,6 +189,16 @@ def test_a_group_round_trips_between_two_local_caches(monkeypatch, tmp_path, ser
 
     assert open(launcher, "rb").read() == b"\x7fELF launcher"
 
+    # triton-ascend's precompiled header stays where its .gch is compiled.
+    manager(monkeypatch, tmp_path / "a", server.url).put(
+        "#include <x>", "precompiled.h"
+    )
+
+    assert (
+        manager(monkeypatch, tmp_path / "d", server.url).get_file("precompiled.h")
+        is None
+    )
+
 
 def test_another_toolchain_misses(monkeypatch, tmp_path, server):
     bin_directory = tmp_path / "bin"

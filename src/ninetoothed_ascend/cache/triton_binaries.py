@@ -42,6 +42,13 @@ MAX_FILE_SIZE = 64 << 20
 #: The most files one group holds.
 MAX_GROUP_FILES = 64
 
+#: Files kept off the store: triton-ascend 3.2.0 writes ``precompiled.h``
+#: through the cache manager, then compiles ``precompiled.h.gch`` beside it
+#: without it, and precompiles only where both are missing
+#: (``backends/ascend/driver.py``, ``make_npu_launcher_stub``): a header read
+#: from the store would leave its machine without the ``.gch``.
+LOCAL_ONLY = frozenset({"precompiled.h"})
+
 _PREFIX = "ninetoothed-ascend:triton:"
 _KEY_DOMAIN = b"ninetoothed-ascend triton binaries 1\n"
 _MAC_DOMAIN = b"ninetoothed-ascend triton binary 1\n"
@@ -111,7 +118,7 @@ class StoreCacheManager(FileCacheManager):
 
         path = super().get_file(filename)
 
-        if path is not None or self._store is None:
+        if path is not None or self._store is None or filename in LOCAL_ONLY:
             return path
 
         data = self._fetch_file(filename)
@@ -123,7 +130,11 @@ class StoreCacheManager(FileCacheManager):
 
         path = super().put(data, filename, binary=binary)
 
-        if self._store is not None and not filename.startswith(_GROUP):
+        if (
+            self._store is not None
+            and not filename.startswith(_GROUP)
+            and filename not in LOCAL_ONLY
+        ):
             payload = data if isinstance(data, bytes) else str(data).encode("utf-8")
             digest = hashlib.sha256(payload).hexdigest()
             self._digests[filename] = digest
@@ -355,4 +366,11 @@ def _store():
     return None
 
 
-__all__ = ["MAX_FILE_SIZE", "MAX_GROUP_FILES", "StoreCacheManager", "mac", "store_key"]
+__all__ = [
+    "LOCAL_ONLY",
+    "MAX_FILE_SIZE",
+    "MAX_GROUP_FILES",
+    "StoreCacheManager",
+    "mac",
+    "store_key",
+]
