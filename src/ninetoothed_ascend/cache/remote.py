@@ -248,6 +248,27 @@ class RemoteStore:
         except self._redis.RedisError as error:
             self._fault(error)
 
+    @property
+    def errors(self):
+        """The exception class of every fault of the store (``redis.RedisError``)."""
+
+        return self._redis.RedisError
+
+    def available(self):
+        """Whether the store may be asked now: ``False`` for :data:`RETRY_AFTER` seconds after it did not answer."""
+
+        return not self._resting()
+
+    def fault(self, error):
+        """Report ``error``, one of :attr:`errors`, as this store's faults are reported: one warning per kind of fault, a rest after a server that did not answer."""
+
+        self._fault(error)
+
+    def refuse(self, kind, message):
+        """Warn ``message`` (``str``, one line without its final period) once per process for ``kind`` (``str``), then log it."""
+
+        self._warn(kind, message)
+
     def _resting(self):
         return time.monotonic() < self._resting_until
 
