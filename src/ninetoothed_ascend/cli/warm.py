@@ -197,6 +197,12 @@ def warm(targets, jobs, as_json, remote, cache_dir):
             f"{len(results)} kernels in {seconds:.2f} s with -j {jobs}: "
             + ", ".join(f"{count} {status}" for status, count in counts.items())
             + f"; cache: {cache_dir}"
+            + (
+                f"; put {sum(r.published > 0 for r in results)} kernels "
+                f"({sum(r.published for r in results)} B) on {store.name}"
+                if store is not None
+                else ""
+            )
         )
 
     sys.exit(1 if counts[warm_module.FAILED] else 0)
