@@ -4,6 +4,13 @@ The data path is one straight line: NineToothed kernel → generated Triton
 (:mod:`~ninetoothed_ascend.jit.ninetoothed_adapter`) → passes
 (:mod:`~ninetoothed_ascend.compiler.pipelines`) → source → cache (:mod:`~ninetoothed_ascend.cache`) → import → dispatch
 (:class:`~ninetoothed_ascend.jit.handle.Handle`).
+
+Why one module: ``make`` and every way an entry from outside enters the
+cache (an archive, a manifest, the remote store, with the secret or
+without) share one decision, whether an entry may be bound to the
+definition being made (:func:`admitted` and the key and digest checks
+beside it); kept beside ``make``, each admission path reads as the branch
+of ``make`` it is.
 """
 
 import dataclasses
