@@ -46,6 +46,8 @@ class Result:
         whole import, shared by its kernels).
     :param origin: ``str``, the manifest or module it came from.
     :param detail: ``str``, why it failed.
+    :param published: ``int``, the bytes its entry and sources took on a
+        remote cache (``warm --remote``; 0 where not published).
     """
 
     kernel_name: str
@@ -54,6 +56,7 @@ class Result:
     seconds: float
     origin: str
     detail: str = ""
+    published: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,6 +332,7 @@ def _warm_kernel(kernel, compare, origin, cache_dir):
             kernel["variants"],
             cache=Cache(cache_dir),
             compare=compare,
+            origin=os.path.abspath(origin),
         )
     except OSError as error:
         detail = f"not cached: {error}"

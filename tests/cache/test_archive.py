@@ -79,7 +79,7 @@ MEASURE = """
     resource.setrlimit(resource.RLIMIT_AS, (mapped + 2**30, resource.RLIM_INFINITY))
     results = {}
 
-    def admit(key, stored, source):
+    def admit(key, stored, texts):
         sys.exit(f"admitted {key} of a bomb")
 
     for path in sys.argv[2:]:
@@ -173,7 +173,7 @@ def test_only_regular_files_with_plain_headers_are_read(tmp_path, kind, size):
         )
     )
 
-    def admit(key, stored, source):
+    def admit(key, stored, texts):
         pytest.fail("admitted an entry of an archive with an odd header")
 
     with pytest.raises(archive.ArchiveError, match="not an archive written by"):

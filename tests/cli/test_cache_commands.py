@@ -63,14 +63,25 @@ def tree(directory):
     }
 
 
-def unverified(files):
-    """``files`` (a :func:`tree`) as entries from outside are stored: not yet bound to their definitions."""
+def parsed(files):
+    """``files`` (a :func:`tree`) with each entry parsed (a ``dict``)."""
 
     return {
-        name: data.replace(b'"verified": true', b'"verified": false')
+        name: json.loads(data) if name.startswith("kernels/") else data
+        for name, data in files.items()
+    }
+
+
+def from_outside(files, kind, where):
+    """``files`` (a :func:`tree`) as entries from outside are stored: not yet bound to their definitions, and recording where they came from; parsed."""
+
+    origin = {"kind": kind, "from": str(where.resolve())}
+
+    return {
+        name: data | {"verified": False, "origin": origin}
         if name.startswith("kernels/")
         else data
-        for name, data in files.items()
+        for name, data in parsed(files).items()
     }
 
 
@@ -118,7 +129,7 @@ def test_warm_from_the_manifest_reproduces_every_variant_byte_for_byte(
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["counts"] == {"built": 5, "cached": 0, "failed": 0}
-    assert tree(fresh) == unverified(tree(cache_dir))
+    assert parsed(tree(fresh)) == from_outside(tree(cache_dir), "manifest", manifest)
     assert len(tree(fresh)) == 5 * 4  # an entry and three sources per kernel
 
     again = invoke("warm", manifest, "--cache-dir", fresh)
@@ -411,9 +422,14 @@ def test_ls_info_and_clear(recorded, tmp_path):
     assert sorted(k["kernel_name"] for k in kernels) == sorted(RECORDED_OPS)
     assert {k["status"] for k in kernels} == {"ok"}
 
+    assert {k["origin"]["kind"] for k in kernels} == {"manifest"}
+    assert "  manifest  " in invoke("ls", "--cache-dir", copy).output
+
     info = invoke("info", key[:10], "--cache-dir", copy)
     assert info.exit_code == 0, info.output
     assert f"key: {key}" in info.output
+    assert f"origin: built from the manifest {manifest.resolve()}\n" in info.output
+    assert "verified: not yet" in info.output
     assert "npu:" in info.output and "rewrites: FoldTrueMask" in info.output
     assert "npu: precision (LowerFloat64): on fp64 tensors" in info.output
 
@@ -439,7 +455,7 @@ def test_export_then_import_ships_the_cache(recorded, tmp_path):
 
     imported = invoke("import", archive, "--cache-dir", target)
     assert imported.exit_code == 0, imported.output
-    assert tree(target) == unverified(tree(cache_dir))
+    assert parsed(tree(target)) == from_outside(tree(cache_dir), "archive", archive)
 
     for key in Cache(target).keys():
         assert Cache(target).load(key) is not None
@@ -782,3 +798,48 @@ def test_check_of_a_manifest_reports_every_kernel(tmp_path):
         for line in lines
     ), result.output
     assert lines[-1] == "3 kernels, 1 failures, 1 skipped (no recorded call)"
+
+
+@pytest.mark.parametrize(
+    "environment, message",
+    [
+        (
+            {"NINETOOTHED_ASCEND_REMOTE_CACHE": "redis://127.0.0.1:1/0"},
+            "Error: warm --remote: writing to a remote cache needs its secret: set "
+            "NINETOOTHED_ASCEND_REMOTE_SECRET or NINETOOTHED_ASCEND_REMOTE_SECRET_FILE\n",
+        ),
+        (
+            {
+                "NINETOOTHED_ASCEND_REMOTE_CACHE": "redis://127.0.0.1:1/0",
+                "NINETOOTHED_ASCEND_REMOTE_SECRET_FILE": "/nonexistent/secret",
+            },
+            "Error: warm --remote: cannot read the secret file /nonexistent/secret of "
+            "NINETOOTHED_ASCEND_REMOTE_SECRET_FILE (No such file or directory)\n",
+        ),
+        (
+            {},
+            "Error: --remote needs a URL, or $NINETOOTHED_ASCEND_REMOTE_CACHE set (",
+        ),
+    ],
+    ids=["no-secret", "unreadable-secret-file", "no-url"],
+)
+def test_warm_remote_refuses_in_one_line_before_any_work(
+    tmp_path, monkeypatch, environment, message
+):
+    for variable in (
+        "NINETOOTHED_ASCEND_REMOTE_CACHE",
+        "NINETOOTHED_ASCEND_REMOTE_SECRET",
+        "NINETOOTHED_ASCEND_REMOTE_SECRET_FILE",
+    ):
+        monkeypatch.delenv(variable, raising=False)
+
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+
+    result = invoke("warm", EXAMPLE_PATHS["add"], "--remote", "--cache-dir", tmp_path)
+
+    # One line; a usage error (exit status 2) adds where the help is.
+    assert result.exit_code == (2 if "--remote needs a URL" in message else 1)
+    assert result.output.count("\n") == 1
+    assert result.output.startswith(message.rstrip("\n"))
+    assert not (tmp_path / "kernels").exists(), "it warmed before refusing"

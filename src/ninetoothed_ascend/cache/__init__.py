@@ -68,6 +68,7 @@ from ninetoothed_ascend.cache.directory import (
 from ninetoothed_ascend.cache.entry import (
     DIGEST,
     FORMAT,
+    ORIGINS,
     VARIANT_NAMES,
     Entry,
     EntryError,
@@ -82,6 +83,7 @@ __all__ = [
     "ENVIRONMENT_VARIABLES",
     "FORMAT",
     "MEMO_KINDS",
+    "ORIGINS",
     "VARIANT_NAMES",
     "Cache",
     "Entry",
@@ -259,6 +261,7 @@ class Cache:
                 launch=stored["launch"],
                 verified=stored["verified"],
                 environment=stored["environment"],
+                origin=stored["origin"],
             )
         except FileNotFoundError:
             return None
@@ -399,6 +402,7 @@ class Cache:
             "launch": entry.launch,
             "verified": entry.verified,
             "environment": entry.environment,
+            "origin": entry.origin,
         }
         data = json.dumps(stored, indent=1).encode("utf-8")
         write_atomically(self._kernels / f"{key}.json", data, durable=False)

@@ -131,10 +131,11 @@ def import_archive(cache, path, admit):
 
     :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
     :param path: ``pathlib.Path`` of a ``.tar.gz``.
-    :param admit: callable ``(key, stored, source)`` returning the
+    :param admit: callable ``(key, stored, texts)`` returning the
         :class:`~ninetoothed_ascend.cache.Entry` to store for an archive
-        entry: ``stored`` is the entry's parsed JSON, ``source`` the text of
-        NineToothed's source it names; raises ``ValueError`` to refuse it
+        entry: ``stored`` is the entry's parsed JSON, ``texts`` a ``dict``
+        from sha256 hex to the text (``str``) of each source it names, each
+        checked against its digest; raises ``ValueError`` to refuse it
         (:func:`ninetoothed_ascend.jit.admit_entry`).
     :return: ``(entries, sources)`` added (those already present with the
         same content included).
@@ -316,11 +317,15 @@ def admit_outside_entry(cache, key, data, sources, admit):
     and pass :func:`~ninetoothed_ascend.cache.check_entry` bound to ``key``
     (it records the key it is stored under), every source it names must be
     in ``sources`` or in ``cache`` and match its sha256, it must not replace
-    a different entry already stored, and ``admit`` (the kernel's variants
-    built here from NineToothed's source, compared with the entry's) must
-    accept it. Nothing of it is executed; the entry returned is not yet
-    bound to its definition (``verified`` is ``False``), which the first
-    ``make`` of the kernel checks.
+    a different entry already stored, and ``admit`` must accept it: for an
+    archive or an unauthenticated store, the kernel's variants built here
+    from NineToothed's source and compared with the entry's
+    (:func:`ninetoothed_ascend.jit.admit_entry`), the entry returned not
+    yet bound to its definition (``verified`` is ``False``), which the
+    first ``make`` of the kernel checks; for a store entry whose HMAC
+    verified, the entry as its writer stored it
+    (:func:`ninetoothed_ascend.jit.admit_authenticated_entry`). Nothing of
+    it is executed here.
 
     :param cache: :class:`~ninetoothed_ascend.cache.Cache`.
     :param key: ``str``, the key the entry is stored under (sha256 hex).
@@ -342,9 +347,9 @@ def admit_outside_entry(cache, key, data, sources, admit):
     except (ValueError, RecursionError) as error:
         raise ValueError(f"is not a valid cache entry: {_one_line(error)}") from None
 
-    source = None
+    texts = {}
 
-    for variant, record in stored["variants"].items():
+    for record in stored["variants"].values():
         digest = record["digest"]
 
         if digest is None:
@@ -363,8 +368,7 @@ def admit_outside_entry(cache, key, data, sources, admit):
                 f"names source {digest}, which is missing or does not match its sha256"
             )
 
-        if variant == "cuda":
-            source = text.decode("utf-8")
+        texts[digest] = text.decode("utf-8")
 
     if _differs(cache, key, stored):
         raise ValueError(
@@ -377,7 +381,7 @@ def admit_outside_entry(cache, key, data, sources, admit):
         return None  # the same content: nothing to store
 
     try:
-        return admit(key, stored, source)
+        return admit(key, stored, texts)
     except ValueError as error:
         raise ValueError(f"is refused: {_one_line(error)}") from None
 

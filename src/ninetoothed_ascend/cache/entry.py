@@ -12,9 +12,18 @@ import re
 #: records whether its NineToothed source was generated here from its
 #: definition (``verified``), and the digest of the environment it was made
 #: in (``environment``). 5: each variant holds the facts its readers need
-#: (:attr:`Variant.facts`). An entry of another format is ignored and the
-#: kernel generated again.
-FORMAT = 5
+#: (:attr:`Variant.facts`). 6: an entry records where it came from
+#: (``origin``). An entry of another format is ignored and the kernel
+#: generated again.
+FORMAT = 6
+
+#: Where an entry came from (:attr:`Entry.origin`'s ``kind``): made here by
+#: ``make`` from the kernel's definition; built by ``warm`` or ``check``
+#: from a manifest; imported from an archive; read from a remote store.
+ORIGINS = ("generated", "manifest", "archive", "remote")
+
+#: The longest ``from`` an origin records (a path or a URL), in characters.
+MAX_ORIGIN_LENGTH = 4096
 
 
 #: The variants an entry can hold; ``jit.variants.VARIANTS``. The first,
@@ -88,10 +97,17 @@ class Entry:
         (``warm`` or ``check`` from a manifest, ``import`` of an archive),
         whose source is bound to its definition only by what its author
         wrote: the first ``make`` of the kernel, which has the definition,
-        generates the source and compares (``jit``).
+        generates the source and compares (``jit``). A remote store's entry
+        whose HMAC verified with the fleet's secret keeps what its writer
+        recorded (``jit.admit_authenticated_entry``).
     :param environment: sha256 hex of the environment the entry was made
         in (``jit.fingerprint.environment_digest``), or ``None`` where the
         entry is only held in memory; ``clear --stale`` reads it.
+    :param origin: where the entry came from, for ``ls`` and ``info``:
+        ``dict`` with ``kind`` (one of :data:`ORIGINS`) and ``from``
+        (``str``: the manifest's or archive's path, the store's URL without
+        credentials; ``None`` for ``generated``). Informational: no check
+        reads it.
     """
 
     kernel_name: str
@@ -102,6 +118,9 @@ class Entry:
     launch: dict | None = None
     verified: bool = True
     environment: str | None = None
+    origin: dict = dataclasses.field(
+        default_factory=lambda: {"kind": ORIGINS[0], "from": None}
+    )
 
     def digests(self):
         """Return the sha256 of each variant built so far (``None`` for one that failed to build).
@@ -135,8 +154,9 @@ def check_entry(stored, key):
     describes it, its parameter names identifiers and no keywords (a handle
     compiles a ``__call__`` with them), its requirements those of its own
     parameters (every index and dimension within range: a handle compiles
-    the argument check from them), ``verified`` a ``bool`` and
-    ``environment`` a sha256 hex digest.
+    the argument check from them), ``verified`` a ``bool``,
+    ``environment`` a sha256 hex digest and ``origin`` as :class:`Entry`
+    describes it.
 
     :param stored: what ``json.loads`` returned for the entry file.
     :param key: ``str``, the key the entry is stored under.
@@ -221,6 +241,20 @@ def check_entry(stored, key):
         isinstance(stored.get("environment"), str)
         and DIGEST.fullmatch(stored["environment"]),
         "environment is not a sha256 digest",
+    )
+    origin = stored.get("origin")
+    require(
+        isinstance(origin, dict)
+        and set(origin) == {"kind", "from"}
+        and origin["kind"] in ORIGINS
+        and (
+            origin["from"] is None
+            or (
+                isinstance(origin["from"], str)
+                and len(origin["from"]) <= MAX_ORIGIN_LENGTH
+            )
+        ),
+        f"origin is not a kind of {', '.join(ORIGINS)} and where from",
     )
 
 

@@ -13,17 +13,19 @@ Layout on the store::
     ninetoothed-ascend:kernel:<key>     a hash: ``entry`` (the entry's JSON)
                                         and ``mac`` (HMAC-SHA256, hex)
 
-Trust: an entry from the store goes through what an imported archive's
-entry goes through (:func:`~ninetoothed_ascend.cache.archive.admit_outside_entry`):
-each source's sha256, the entry's checks bound to its key, every variant
-built here from NineToothed's source and compared, stored as not verified,
-so the first ``make`` compares NineToothed's source with what its
-definition generates before anything of it runs. Writes are authenticated:
-the ``mac`` is an HMAC-SHA256 over the key, the entry's JSON and its
-sources' digests, with the secret of ``NINETOOTHED_ASCEND_REMOTE_SECRET``
-(or the file ``NINETOOTHED_ASCEND_REMOTE_SECRET_FILE`` names). A client
-without the secret only reads (with the archive checks alone); one with it
-refuses every entry whose ``mac`` does not verify.
+Trust: writes are authenticated: the ``mac`` is an HMAC-SHA256 over the
+key, the entry's JSON and its sources' digests, with the secret of
+``NINETOOTHED_ASCEND_REMOTE_SECRET`` (or the file
+``NINETOOTHED_ASCEND_REMOTE_SECRET_FILE`` names). Every entry read goes
+through :func:`~ninetoothed_ascend.cache.archive.admit_outside_entry`: each
+source's sha256, the entry's checks bound to its key. A client with the
+secret refuses every entry whose ``mac`` does not verify, and takes one
+that verifies as its writer, a holder of the secret, stored it, once its
+key is the one this environment gives its definition. A client without the
+secret only reads, and admits what it reads as an imported archive's entry:
+every variant built here from NineToothed's source and compared, stored as
+not verified, so the first ``make`` compares NineToothed's source with what
+its definition generates before anything of it runs.
 
 Faults (the server down, stopped, full, slow) never fail a kernel: it is
 generated locally, with one warning per process for each kind of fault.
@@ -121,7 +123,7 @@ class RemoteStore:
         self._warned = set()
         self._resting_until = 0.0
 
-    def fetch(self, cache, key, admit):
+    def fetch(self, cache, key, admit, admit_authenticated=None):
         """Return what ``cache`` stores for the store's entry of ``key``, checked and admitted, or ``None``.
 
         ``None`` where the store holds no entry of ``key`` or lacks one of
@@ -133,8 +135,14 @@ class RemoteStore:
 
         :param cache: :class:`~ninetoothed_ascend.cache.Cache`, the local cache.
         :param key: ``str``, the kernel's key (sha256 hex).
-        :param admit: as :func:`~ninetoothed_ascend.cache.archive.import_archive`.
-        :return: :class:`~ninetoothed_ascend.cache.Entry` (not verified) or ``None``.
+        :param admit: as :func:`~ninetoothed_ascend.cache.archive.import_archive`,
+            for a store read without the secret
+            (:func:`ninetoothed_ascend.jit.admit_entry`).
+        :param admit_authenticated: the same, for an entry whose ``mac``
+            verified with the secret
+            (:func:`ninetoothed_ascend.jit.admit_authenticated_entry`);
+            ``None`` to admit it with ``admit`` too.
+        :return: :class:`~ninetoothed_ascend.cache.Entry` or ``None``.
         """
 
         if not DIGEST.fullmatch(key) or self._resting():
@@ -186,6 +194,9 @@ class RemoteStore:
                 if len(value) <= MAX_SOURCE_SIZE
             }
 
+            if self.secret is not None and admit_authenticated is not None:
+                admit = admit_authenticated
+
             return admit_outside_entry(cache, key, data, sources, admit)
         except Exception as error:  # noqa: BLE001
             # Whatever the store's bytes make fail is a refusal: an entry
@@ -202,7 +213,7 @@ class RemoteStore:
 
             return None
 
-    def publish(self, cache, key, entry):
+    def publish(self, cache, key, entry, raise_errors=False):
         """Put the entry of ``key`` that ``cache`` stored, and its sources, on the store.
 
         Sources first, then the entry that names them, so a reader never
@@ -213,17 +224,24 @@ class RemoteStore:
         :param cache: :class:`~ninetoothed_ascend.cache.Cache`, the local cache.
         :param key: ``str``, the kernel's key.
         :param entry: :class:`~ninetoothed_ascend.cache.Entry`, as stored.
+        :param raise_errors: ``True`` to raise instead of warning (``warm``).
+        :return: ``int``, the bytes written to the store (0 where nothing was).
+        :raises RemoteError: with ``raise_errors``, the entry could not be
+            read from ``cache`` or written to the store (one line).
         """
 
-        if self.secret is None or self._resting():
-            return
+        if self.secret is None or (self._resting() and not raise_errors):
+            return 0
 
         try:
             data = cache.entry_path(key).read_bytes()
         except OSError as error:
+            if raise_errors:
+                raise RemoteError(f"cannot read its cache entry: {error}") from None
+
             logger.info("ninetoothed-ascend: not publishing %s: %s", key, error)
 
-            return
+            return 0
 
         sources = {
             variant.digest: variant.source.encode("utf-8")
@@ -246,7 +264,51 @@ class RemoteStore:
                 },
             )
         except self._redis.RedisError as error:
+            if raise_errors:
+                raise RemoteError(
+                    f"the remote cache {self.name} did not take it ({_one_line(error)})"
+                ) from None
+
             self._fault(error)
+
+            return 0
+
+        return len(data) + sum(map(len, sources.values()))
+
+    def ping(self):
+        """Check that the server answers.
+
+        :raises RemoteError: it does not (one line naming the store).
+        """
+
+        try:
+            self.client.ping()
+        except self._redis.RedisError as error:
+            raise RemoteError(
+                f"the remote cache {self.name} is unreachable ({_one_line(error)}); "
+                "start the server or check the URL"
+            ) from None
+
+    @property
+    def errors(self):
+        """The exception class of every fault of the store (``redis.RedisError``)."""
+
+        return self._redis.RedisError
+
+    def available(self):
+        """Whether the store may be asked now: ``False`` for :data:`RETRY_AFTER` seconds after it did not answer."""
+
+        return not self._resting()
+
+    def fault(self, error):
+        """Report ``error``, one of :attr:`errors`, as this store's faults are reported: one warning per kind of fault, a rest after a server that did not answer."""
+
+        self._fault(error)
+
+    def refuse(self, kind, message):
+        """Warn ``message`` (``str``, one line without its final period) once per process for ``kind`` (``str``), then log it."""
+
+        self._warn(kind, message)
 
     def _resting(self):
         return time.monotonic() < self._resting_until
@@ -284,6 +346,48 @@ class RemoteStore:
 
         self._warned.add(kind)
         warnings.warn(f"ninetoothed-ascend: {message}.", stacklevel=5)
+
+
+class RemoteError(Exception):
+    """The remote store cannot be used as asked (``warm --remote``); the message is one line naming it and what to do."""
+
+
+def writer(url):
+    """Return a :class:`RemoteStore` of ``url`` that can write, with the secret of the environment, its server answering.
+
+    :param url: ``str``, a ``redis://`` URL.
+    :raises RemoteError: no secret is set (:data:`SECRET_VARIABLE`,
+        :data:`SECRET_FILE_VARIABLE`), its file cannot be read, the
+        ``redis`` package is missing, ``url`` is not a Redis URL, or the
+        server does not answer (one line each).
+    """
+
+    secret, problem = _secret()
+
+    if problem is not None:
+        raise RemoteError(problem)
+
+    if secret is None:
+        raise RemoteError(
+            f"writing to a remote cache needs its secret: set {SECRET_VARIABLE} "
+            f"or {SECRET_FILE_VARIABLE}"
+        )
+
+    try:
+        store = RemoteStore(url, secret)
+    except ImportError:
+        raise RemoteError(
+            "the redis package is missing; run pip install 'ninetoothed-ascend[remote]'"
+        ) from None
+    except ValueError as error:
+        # Not named: a URL may hold a password.
+        raise RemoteError(
+            f"the remote cache's URL is not a Redis URL ({_one_line(error)})"
+        ) from None
+
+    store.ping()
+
+    return store
 
 
 def _digests(data):
@@ -388,7 +492,9 @@ __all__ = [
     "SECRET_FILE_VARIABLE",
     "SECRET_VARIABLE",
     "TIMEOUT",
+    "RemoteError",
     "RemoteStore",
     "mac",
     "store_from_environment",
+    "writer",
 ]

@@ -34,11 +34,14 @@ def _find(cache, prefix):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @cache_dir_option
 def list_entries(as_json, cache_dir):
-    """List the cached kernels: key, name, which variants were built, size, age.
+    """List the cached kernels: key, name, which variants were built, size, origin, age.
 
     An entry that fails its checks (damaged, untrusted) is listed as such;
     it is regenerated the next time its kernel is made. A variant not built
-    yet (built at its first use, or by `warm`) is listed as `later`.
+    yet (built at its first use, or by `warm`) is listed as `later`. The
+    origin says where the entry came from: `generated` here, a `manifest`
+    (`warm`, `check`), an `archive` (`import`) or a `remote` store; `info`
+    names which.
     """
 
     cache = _cache(cache_dir, create=False)
@@ -66,6 +69,7 @@ def list_entries(as_json, cache_dir):
                 "status": "untrusted" if caught else "invalid",
                 "variants": {},
                 "bytes": 0,
+                "origin": None,
             }
         else:
             row |= {
@@ -83,6 +87,7 @@ def list_entries(as_json, cache_dir):
                 "bytes": sum(
                     len(v.source.encode()) for v in entry.variants.values() if v.source
                 ),
+                "origin": entry.origin,
             }
 
         rows.append(row)
@@ -100,7 +105,8 @@ def list_entries(as_json, cache_dir):
         )
         click.echo(
             f"{row['key'][:12]}  {row['kernel_name'] or '-':<24} "
-            f"{row['status']:<10}{variants:<22}{row['bytes']:>8} B  {row['modified']}"
+            f"{row['status']:<10}{variants:<22}{row['bytes']:>8} B  "
+            f"{(row['origin'] or {}).get('kind', '-'):<10}{row['modified']}"
         )
 
     click.echo(f"{len(rows)} kernels")
@@ -129,6 +135,15 @@ def info(key, cache_dir):
     click.echo(f"key: {key}")
     click.echo(f"kernel: {entry.kernel_name} (launch: {entry.launch_name})")
     click.echo(f"entry: {cache.entry_path(key)}")
+    click.echo(f"origin: {describe_origin(entry.origin)}")
+    click.echo(
+        "verified: "
+        + (
+            "yes (NineToothed's source is what its definition generates)"
+            if entry.verified
+            else "not yet (the first make compares it with its definition)"
+        )
+    )
     click.echo(f"naming counters advanced by: {list(entry.counters_delta)}")
 
     for name in VARIANT_NAMES:
@@ -150,6 +165,19 @@ def info(key, cache_dir):
 
         for pass_name, note in precision_notes(variant.rewrites):
             click.echo(f"{name}: precision ({pass_name}): {note}")
+
+
+def describe_origin(origin):
+    """Say where an entry came from, in words (``str``), from :attr:`~ninetoothed_ascend.cache.Entry.origin`."""
+
+    where = origin["from"]
+
+    return {
+        "generated": "generated here from its definition",
+        "manifest": f"built from the manifest {where}",
+        "archive": f"imported from the archive {where}",
+        "remote": f"read from the remote cache {where}",
+    }[origin["kind"]]
 
 
 @click.command()
@@ -227,9 +255,16 @@ def import_command(archive_path, cache_dir):
     from ninetoothed_ascend.jit import admit_entry
 
     cache = _cache(cache_dir)
+    origin = {"kind": "archive", "from": str(archive_path.resolve())}
+
+    def admit(key, stored, texts):
+        entry = admit_entry(key, stored, texts)
+        entry.origin = origin
+
+        return entry
 
     try:
-        entries, sources = archive.import_archive(cache, archive_path, admit_entry)
+        entries, sources = archive.import_archive(cache, archive_path, admit)
     except archive.ArchiveError as error:
         raise click.ClickException(str(error)) from None
     except OSError as error:

@@ -467,6 +467,7 @@ def _cached_checks(keys, manifest_path, cache_dir):
                 kernel["variants"],
                 cache=cache,
                 compare=compared_variants(document),
+                origin=os.path.abspath(manifest_path),
             )
         except VariantMismatchError as error:
             unchecked.append((label, "failed", str(error)))

@@ -13,6 +13,7 @@ import tqdm
 
 from ninetoothed_ascend import manifest as manifest_module
 from ninetoothed_ascend import warm as warm_module
+from ninetoothed_ascend.cache import remote as remote_module
 from ninetoothed_ascend.cli._options import cache_dir_option, resolve_cache_dir
 
 # Put first on the recorded program's PYTHONPATH: activates the recorder at
@@ -106,18 +107,32 @@ def record(output, command):
     help="Worker processes (at most one per CPU and per task).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option(
+    "--remote",
+    metavar="URL",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="Also put every kernel on the remote cache at URL (redis://host:port/db; "
+    f"--remote alone: ${remote_module.REMOTE_VARIABLE}). Needs "
+    f"${remote_module.SECRET_VARIABLE} or ${remote_module.SECRET_FILE_VARIABLE}.",
+)
 @cache_dir_option
-def warm(targets, jobs, as_json, cache_dir):
+def warm(targets, jobs, as_json, remote, cache_dir):
     """Build and cache kernels ahead of time, from manifests or modules.
 
     Each TARGET is a manifest written by `record` (a .json file), a Python
     module file, a directory of modules, or a dotted module or package name.
     A manifest's kernels are made again from NineToothed's recorded source; a
-    module's are made by importing it in a fresh process. Prints a progress
-    bar, then a table (or JSON with --json). Exits with 1 if any kernel failed.
+    module's are made by importing it in a fresh process. With --remote,
+    each kernel warmed, whether built now or already cached, is then put on
+    the remote cache with its sources, for a fleet's machines to read. Prints
+    a progress bar, then a table (or JSON with --json). Exits with 1 if any
+    kernel failed.
     """
 
     cache_dir = resolve_cache_dir(cache_dir)
+    store = _remote_store(remote)
     tasks = []
 
     for target in targets:
@@ -154,6 +169,9 @@ def warm(targets, jobs, as_json, cache_dir):
             )
             sys.exit(130)
 
+    if store is not None:
+        _publish(store, cache_dir, results)
+
     seconds = time.perf_counter() - start
     counts = {
         status: sum(result.status == status for result in results)
@@ -179,9 +197,60 @@ def warm(targets, jobs, as_json, cache_dir):
             f"{len(results)} kernels in {seconds:.2f} s with -j {jobs}: "
             + ", ".join(f"{count} {status}" for status, count in counts.items())
             + f"; cache: {cache_dir}"
+            + (
+                f"; put {sum(r.published > 0 for r in results)} kernels "
+                f"({sum(r.published for r in results)} B) on {store.name}"
+                if store is not None
+                else ""
+            )
         )
 
     sys.exit(1 if counts[warm_module.FAILED] else 0)
+
+
+def _remote_store(remote):
+    # The store ``--remote`` names (``None`` without it), checked before any
+    # work: its secret set, its server answering.
+    if remote is None:
+        return None
+
+    url = remote or os.environ.get(remote_module.REMOTE_VARIABLE, "")
+
+    if not url:
+        raise click.UsageError(
+            f"--remote needs a URL, or ${remote_module.REMOTE_VARIABLE} set"
+        )
+
+    try:
+        return remote_module.writer(url)
+    except remote_module.RemoteError as error:
+        raise click.ClickException(f"warm --remote: {error}") from None
+
+
+def _publish(store, cache_dir, results):
+    # Every kernel warmed, built now or found cached, as its cache entry
+    # holds it; a kernel that cannot be put on the store is failed.
+    from ninetoothed_ascend.cache import Cache
+
+    cache = Cache(cache_dir)
+
+    for result in results:
+        if result.status == warm_module.FAILED:
+            continue
+
+        entry = cache.load(result.key)
+
+        try:
+            if entry is None:
+                raise remote_module.RemoteError(
+                    "its cache entry is gone or fails its checks"
+                )
+
+            result.published = store.publish(
+                cache, result.key, entry, raise_errors=True
+            )
+        except remote_module.RemoteError as error:
+            result.status, result.detail = warm_module.FAILED, f"not published: {error}"
 
 
 def _table(results):

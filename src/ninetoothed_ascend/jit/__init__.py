@@ -4,6 +4,13 @@ The data path is one straight line: NineToothed kernel → generated Triton
 (:mod:`~ninetoothed_ascend.jit.ninetoothed_adapter`) → passes
 (:mod:`~ninetoothed_ascend.compiler.pipelines`) → source → cache (:mod:`~ninetoothed_ascend.cache`) → import → dispatch
 (:class:`~ninetoothed_ascend.jit.handle.Handle`).
+
+Why one module: ``make`` and every way an entry from outside enters the
+cache (an archive, a manifest, the remote store, with the secret or
+without) share one decision, whether an entry may be bound to the
+definition being made (:func:`admitted` and the key and digest checks
+beside it); kept beside ``make``, each admission path reads as the branch
+of ``make`` it is.
 """
 
 import dataclasses
@@ -15,7 +22,7 @@ from ninetoothed_ascend import host
 # First: the adapter chooses where NineToothed keeps its generated files
 # before anything imports NineToothed.
 from ninetoothed_ascend.jit import ninetoothed_adapter  # noqa: F401  # isort: skip
-from ninetoothed_ascend.cache import Cache, Entry
+from ninetoothed_ascend.cache import Cache, Entry, Variant
 from ninetoothed_ascend.cache.entry import text_digest
 from ninetoothed_ascend.cache.remote import store_from_environment
 from ninetoothed_ascend.compiler.launch import read_launch_facts
@@ -244,7 +251,15 @@ def from_generated(generated, origin=None, cuda_launch=None):
     )
 
 
-def rebuild(digest, generated, counters_delta, expected, cache=None, compare=VARIANTS):
+def rebuild(
+    digest,
+    generated,
+    counters_delta,
+    expected,
+    cache=None,
+    compare=VARIANTS,
+    origin=None,
+):
     """Build and cache the variants of a kernel from NineToothed's recorded source (``warm`` and ``check`` from a manifest).
 
     The one way a manifest's kernel enters the cache (an archive's entries
@@ -266,6 +281,8 @@ def rebuild(digest, generated, counters_delta, expected, cache=None, compare=VAR
         built here must have besides ``"cuda"``: all where the manifest was
         recorded with this ninetoothed-ascend, ``()`` where the passes that
         built its other variants were others.
+    :param origin: ``str`` or ``None``, the manifest the kernel comes from,
+        recorded as the entry's origin (:attr:`~ninetoothed_ascend.cache.Entry.origin`).
     :return: ``(handle, built)``; ``built`` is ``False`` when the entry was
         already cached with every variant.
     :raises VariantMismatchError: the source or a built variant differs from
@@ -278,8 +295,9 @@ def rebuild(digest, generated, counters_delta, expected, cache=None, compare=VAR
 
     def build():
         built.append(True)
+        entry = admitted(digest, generated, counters_delta, expected, compare)
 
-        return admitted(digest, generated, counters_delta, expected, compare)
+        return dataclasses.replace(entry, origin={"kind": "manifest", "from": origin})
 
     def check(entry):
         _check_digests(entry.digests(), expected, compare)
@@ -321,29 +339,24 @@ def admitted(digest, generated, counters_delta, expected, compare=VARIANTS):
     return dataclasses.replace(entry, definition=digest, verified=False)
 
 
-def admit_entry(key, stored, source):
-    """Return what the cache stores for an archive's entry (``import``): :func:`admitted`, and its key this environment's.
+def admit_entry(key, stored, texts):
+    """Return what the cache stores for an entry from outside that nobody vouches for (``import``, a remote store read without its secret): :func:`admitted`, and its key this environment's.
 
     :param key: ``str``, the key the entry is named after.
     :param stored: ``dict``, the entry as the archive holds it (checked by
         :func:`~ninetoothed_ascend.cache.check_entry`).
-    :param source: ``str``, the text of NineToothed's source it names.
-    :return: :class:`~ninetoothed_ascend.cache.Entry`.
+    :param texts: ``dict`` from sha256 hex to the text (``str``) of each
+        source it names, checked against its digest; NineToothed's is read.
+    :return: :class:`~ninetoothed_ascend.cache.Entry`, not verified.
     :raises VariantMismatchError: its key is not the one this environment
         gives its definition (it was made with another Python, NineToothed,
         Triton or ninetoothed-ascend, or another NPU target), or a variant
         built here differs from the archive's.
     """
 
-    if environment_key(stored["definition"]) != key:
-        raise VariantMismatchError(
-            "its key is not the one this environment gives its definition: it "
-            "was made with another Python, NineToothed, Triton or "
-            "ninetoothed-ascend, or for another NPU target. Export it from an "
-            "environment like this one"
-        )
-
+    _check_key(key, stored)
     expected = {name: record["digest"] for name, record in stored["variants"].items()}
+    source = texts[expected["cuda"]]
 
     return admitted(
         stored["definition"],
@@ -352,6 +365,63 @@ def admit_entry(key, stored, source):
         expected,
         compare=tuple(expected),
     )
+
+
+def admit_authenticated_entry(key, stored, texts):
+    """Return what the cache stores for a remote store's entry whose HMAC verified with the fleet's secret: the entry as its writer stored it, no variant built again.
+
+    The HMAC says a holder of the secret wrote it, and holding the secret
+    is being trusted to write code that runs (docs/cache.md, "A cache
+    shared by a fleet"). What is checked here is what binds the entry to
+    this kernel and environment: its key must be the one this environment
+    gives its definition (the key holds the Python, NineToothed, Triton and
+    ninetoothed-ascend it was made with, and the NPU target), and
+    (:func:`~ninetoothed_ascend.cache.archive.admit_outside_entry`, before)
+    its fields are type-checked and every source matches its sha256.
+    ``verified`` is what the writer recorded: an entry a holder of the
+    secret built from a manifest is still compared with its definition by
+    the first ``make`` that reads it.
+
+    :param key: ``str``, the key the entry is stored under.
+    :param stored: ``dict``, the entry's JSON, checked by
+        :func:`~ninetoothed_ascend.cache.check_entry`.
+    :param texts: as :func:`admit_entry`.
+    :return: :class:`~ninetoothed_ascend.cache.Entry`.
+    :raises VariantMismatchError: its key is not the one this environment
+        gives its definition.
+    """
+
+    _check_key(key, stored)
+    variants = {
+        name: Variant(
+            texts[record["digest"]] if record["digest"] is not None else None,
+            tuple((pass_name, count) for pass_name, count in record["rewrites"]),
+            record["error"],
+            facts=record["facts"],
+        )
+        for name, record in stored["variants"].items()
+    }
+
+    return Entry(
+        kernel_name=stored["kernel_name"],
+        launch_name=stored["launch_name"],
+        variants=variants,
+        counters_delta=tuple(stored["counters_delta"]),
+        definition=stored["definition"],
+        launch=stored["launch"],
+        verified=stored["verified"],
+        environment=stored["environment"],
+    )
+
+
+def _check_key(key, stored):
+    if environment_key(stored["definition"]) != key:
+        raise VariantMismatchError(
+            "its key is not the one this environment gives its definition: it "
+            "was made with another Python, NineToothed, Triton or "
+            "ninetoothed-ascend, or for another NPU target. Export it from an "
+            "environment like this one"
+        )
 
 
 class VariantMismatchError(ValueError):
@@ -433,6 +503,11 @@ def _load_or_build(
                 if entry is not None and _generates(entry, generated, delta):
                     entry.verified = True
                     stored = held and _mark_verified(cache, key, entry)
+
+                    # Bound to its definition once for the fleet: readers
+                    # with the secret take it as it is from now on.
+                    if stored and remote is not None:
+                        remote.publish(cache, key, entry)
                 else:
                     if entry is not None:
                         warnings.warn(
@@ -482,12 +557,17 @@ def _note_environment(cache, memos):
 
 
 def _from_remote(remote, cache, key, digest, read):
-    # Read-through: the remote store's entry, checked and admitted as an
-    # archive's, written to the local cache and loaded from it as any entry
-    # from outside (not verified: ``make`` compares it with its definition).
-    admitted_entry = remote.fetch(cache, key, admit_entry)
+    # Read-through: the remote store's entry, checked and admitted
+    # (``RemoteStore.fetch``), written to the local cache and loaded from it
+    # as any entry; one not verified is compared with its definition next.
+    admitted_entry = remote.fetch(cache, key, admit_entry, admit_authenticated_entry)
 
-    if admitted_entry is None or not _store(cache, key, admitted_entry):
+    if admitted_entry is None:
+        return None
+
+    admitted_entry.origin = {"kind": "remote", "from": remote.name}
+
+    if not _store(cache, key, admitted_entry):
         return None
 
     return cache.load(key, digest, read, quarantine=True)
@@ -629,6 +709,7 @@ __all__ = [
     "MixedDevicesError",
     "VariantMismatchError",
     "VariantUnavailableError",
+    "admit_authenticated_entry",
     "admit_entry",
     "admitted",
     "from_generated",

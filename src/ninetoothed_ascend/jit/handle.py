@@ -20,7 +20,7 @@ import warnings
 
 import torch
 
-from ninetoothed_ascend.cache import Variant
+from ninetoothed_ascend.cache import Variant, shared_tuning
 from ninetoothed_ascend.compiler import emulation, pipelines
 from ninetoothed_ascend.compiler.launch import Requirements, read_launch_facts
 from ninetoothed_ascend.jit import arguments
@@ -67,7 +67,10 @@ class Handle:
         self.key = key
         self._entry = entry
         self._cache = cache
-        self._launches = dict(launches or {})
+        self._launches = {
+            device_type: self._shared_tuning(launch, device_type)
+            for device_type, launch in (launches or {}).items()
+        }
         self._emulated_sources = {}
         self._emulated_launches = {}
         self._recovered = False
@@ -242,7 +245,17 @@ class Handle:
         :raises KeyError: ``name`` is not a variant.
         """
 
-        return getattr(self.module(name), self.launch_name)
+        return self._shared_tuning(getattr(self.module(name), self.launch_name), name)
+
+    def _shared_tuning(self, launch, variant):
+        # Autotuners record and reuse their choices (``shared_tuning``) only
+        # where asked: a reused choice may differ from this process's own.
+        if not shared_tuning.requested():
+            return launch
+
+        directory = None if self._cache is None else self._cache.directory
+
+        return shared_tuning.share(launch, self.key, variant, directory)
 
     def emulated(self, device_type):
         """Return the launch function of the NPU variant emulated on ``device_type``.
@@ -282,7 +295,9 @@ class Handle:
                 f"{device_type}, cannot be imported here: {error}"
             ) from error
 
-        launch = getattr(module, self.launch_name)
+        launch = self._shared_tuning(
+            getattr(module, self.launch_name), f"npu_emulated_{device_type}"
+        )
 
         if device_type == "cpu":
             # It takes the handle's arguments, ``meta`` placeholders included.

@@ -5,7 +5,9 @@ import ast
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import insert_after_imports, keyword
 
-#: The module-level ``triton.jit`` function that loads with a fill value of the pointer's element type.
+#: The module-level ``triton.jit`` function that loads with a fill value of
+#: the pointer's element type. It takes ``triton.language.load``'s first three
+#: parameters, in its order: the UB model costs a call of it as that load.
 LOAD = "ninetoothed_ascend_load_filled"
 
 _LOAD_SOURCE = f"""
@@ -57,19 +59,22 @@ class BuildFloat64Fill(Pass):
 
     def run(self, tree, module=None):
         self._loaded = False
+        self._in_kernel = False
 
         return super().run(tree, module)
 
     def visit_FunctionDef(self, node):
         if self.module.is_kernel(node):
+            self._in_kernel = True
             self.generic_visit(node)
+            self._in_kernel = False
 
         return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
 
-        if not self.is_call_to(node, "triton.language.load"):
+        if not (self._in_kernel and self.is_call_to(node, "triton.language.load")):
             return node
 
         mask = keyword(node, "mask")

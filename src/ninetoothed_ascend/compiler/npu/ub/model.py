@@ -53,6 +53,7 @@ import operator
 import typing
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
+from ninetoothed_ascend.compiler.npu.build_float64_fill import LOAD as LOAD_FILLED
 from ninetoothed_ascend.compiler.npu.ub.costs import (
     DEFAULT_ELEM_BYTES,
     DISCRETE_ELEM_BYTES,
@@ -566,7 +567,7 @@ class _Model:
         arguments = {**dict(enumerate(node.args))}
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
 
-        if function == "load":
+        if function == "load" or name == LOAD_FILLED:
             for earlier, tile in self.statement_loads:
                 if self.analysis.same(earlier, node):
                     return tile, 0, 0
@@ -696,7 +697,7 @@ class _Model:
             for node in walk(statement)
             if isinstance(node, ast.Call)
             and self.name(node.func)
-            in ("triton.language.load", "triton.language.store")
+            in ("triton.language.load", "triton.language.store", LOAD_FILLED)
             for argument in [*node.args, *(item.value for item in node.keywords)]
             for inner in walk(argument)
         }
@@ -715,6 +716,7 @@ class _Model:
             if (
                 "triton.language.arange" in calls
                 and "triton.language.load" not in calls
+                and LOAD_FILLED not in calls
             ):
                 try:
                     shape = self.shape_of(node)
