@@ -22,6 +22,7 @@ import warnings
 import pytest
 from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
+from helpers import run_python
 
 from ninetoothed_ascend.cache.remote import mac
 from ninetoothed_ascend.cli import main
@@ -166,7 +167,6 @@ def make(cache_dir, url, names=("add",), secret=SECRET, **test):
     """Run :data:`PROGRAM` in a new interpreter; return what it printed."""
 
     environment = {
-        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
         "NINETOOTHED_ASCEND_REMOTE_CACHE": url,
         "REMOTE_TEST": json.dumps(
             {
@@ -180,17 +180,7 @@ def make(cache_dir, url, names=("add",), secret=SECRET, **test):
     if secret is not None:
         environment["NINETOOTHED_ASCEND_REMOTE_SECRET"] = secret
 
-    completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(PROGRAM)],
-        capture_output=True,
-        text=True,
-        env=os.environ | environment,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stderr
-
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_python(PROGRAM, cache_dir, **environment)
 
 
 def test_read_through_across_two_caches(server, tmp_path):

@@ -11,14 +11,11 @@ The choice itself is Triton's autotuner's, through the variant's launch.
 """
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import test_remote
 from conftest import EXAMPLE_PATHS
+from helpers import run_python
 
 from ninetoothed_ascend.cache.shared_tuning import bucket
 
@@ -78,7 +75,6 @@ def tune(cache_dir, sizes=(4099,), order="down", url=None, secret=SECRET, share=
 
     environment = {
         "TRITON_INTERPRET": "1",
-        "NINETOOTHED_ASCEND_CACHE_DIR": str(cache_dir),
         "TUNING_TEST": json.dumps(
             {"path": str(EXAMPLE_PATHS["add"]), "sizes": list(sizes), "order": order}
         ),
@@ -93,17 +89,7 @@ def tune(cache_dir, sizes=(4099,), order="down", url=None, secret=SECRET, share=
     if url is not None and secret is not None:
         environment["NINETOOTHED_ASCEND_REMOTE_SECRET"] = secret
 
-    completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(PROGRAM)],
-        capture_output=True,
-        text=True,
-        env=os.environ | environment,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stderr
-
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_python(PROGRAM, cache_dir, **environment)
 
 
 def test_buckets_hold_sizes_within_a_factor_of_two():
