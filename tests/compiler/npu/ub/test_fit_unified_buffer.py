@@ -20,6 +20,7 @@ from ninetoothed_ascend.compiler.pipelines import NPU
 from ninetoothed_ascend.compiler.syntax import import_aliases, resolve
 from ninetoothed_ascend.compiler.target import Soc, Target, soc
 from ninetoothed_ascend.jit.handle import VariantUnavailableError
+from ninetoothed_ascend.runtime import UnifiedBufferOverflowError
 
 #: FitUnifiedBuffer names the parameters its configs depend on;
 #: FilterAutotuneKey puts them first in the key.
@@ -30,6 +31,43 @@ def fitted_sizes(source):
     tree = ast.parse(source)
 
     return [config["B"] for _, configs in kernel_configs(tree) for config in configs]
+
+
+def recording_launch(tree):
+    """``(launch, recorded)``: the module's ``launch`` with its imports from the plugin, its autotuner recording each call's arguments into ``recorded``."""
+
+    recorded = []
+
+    class Tuned:
+        def __getitem__(self, grid):
+            return lambda *args: recorded.append(args)
+
+    plugin_imports = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        and node.module.startswith("ninetoothed_ascend")
+    ]
+    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
+    namespace = {"tuned": Tuned()}
+    exec(
+        compile(ast.Module([*plugin_imports, launch], []), "<test>", "exec"), namespace
+    )
+
+    return namespace["launch"], recorded
+
+
+class Rows:
+    """A stand-in for a ``(64, d)`` tensor whose innermost stride is ``stride``."""
+
+    def __init__(self, d, stride=1):
+        self.d, self.step = d, stride
+
+    def size(self, axis):
+        return (64, self.d)[axis]
+
+    def stride(self, axis):
+        return self.step
 
 
 def test_fit_unified_buffer_grows_blocks_to_the_budget(monkeypatch):
@@ -96,30 +134,48 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
     assert tried(1024) == [1]
     assert "key=['D', 'n']" in source
 
-    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
-    recorded = []
-
-    class Tuned:
-        def __getitem__(self, grid):
-            return lambda *args: recorded.append(args)
-
-    class Tensor:
-        def __init__(self, d):
-            self.d = d
-
-        def size(self, axis):
-            return (64, self.d)[axis]
-
-    namespace = {"tuned": Tuned()}
-    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
-    namespace["launch"](Tensor(1024), Tensor(1024))
+    launch, recorded = recording_launch(tree)
+    launch(Rows(1024), Rows(1024))
     assert len(recorded) == 1
 
     # 2048 lanes of D do not fit even with B = 1: refused before compiling.
     with pytest.raises(
-        ValueError, match=r"kernel `kernel` cannot run sizes \(2048,\) of D"
+        UnifiedBufferOverflowError,
+        match=r"kernel `kernel` cannot run sizes \(2048,\) of D",
     ):
-        namespace["launch"](Tensor(2048), Tensor(2048))
+        launch(Rows(2048), Rows(2048))
+
+
+def test_fit_unified_buffer_sizes_launch_sizes_below_16_where_16_fits_nowhere(
+    monkeypatch,
+):
+    # A pooling window's sides are launch sizes of a few lanes: ntops'
+    # max_pool2d states kernel sizes up to 16, and 16 x 16 windows fit no
+    # block size of its bounds. Here 12 * 8 bytes hold B x D = 8: D = 16
+    # fits no B, so smaller D are sized (B = 1 at D = 8, 2 at 4, 8 at 1)
+    # and a launch of D above 8 is refused before compiling.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 8))
+    source, _ = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
+    tree = ast.parse(source)
+
+    def tried(d):
+        return [config["B"] for config in launch_configs(tree, {"D": d})]
+
+    assert tried(1) == [8]
+    assert tried(3) == tried(4) == [2]
+    assert tried(8) == [1]
+    assert tried(16) == []
+
+    launch, recorded = recording_launch(tree)
+    launch(Rows(8), Rows(8))
+    assert len(recorded) == 1
+
+    with pytest.raises(
+        UnifiedBufferOverflowError,
+        match=r"kernel `kernel` cannot run sizes \(16,\) of D on Ascend: at most 8 "
+        r"fits .* at 16, .* needs 192 bytes",
+    ):
+        launch(Rows(16), Rows(16))
 
 
 def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypatch):
@@ -314,36 +370,18 @@ def test_fit_unified_buffer_refuses_a_strided_launch_that_cannot_fit(monkeypatch
     assert tried(64, 2) == [2]
     assert tried(128, 2) == [1]
 
-    (launch,) = [node for node in tree.body if getattr(node, "name", "") == "launch"]
-    recorded = []
-
-    class Tuned:
-        def __getitem__(self, grid):
-            return lambda *args: recorded.append(args)
-
-    class Tensor:
-        def __init__(self, d, stride):
-            self.d, self.step = d, stride
-
-        def size(self, axis):
-            return (64, self.d)[axis]
-
-        def stride(self, axis):
-            return self.step
-
-    namespace = {"tuned": Tuned()}
-    exec(compile(ast.Module([launch], []), "<test>", "exec"), namespace)
-    namespace["launch"](Tensor(256, 1), Tensor(256, 1))
-    namespace["launch"](Tensor(128, 2), Tensor(128, 2))
+    launch, recorded = recording_launch(tree)
+    launch(Rows(256, 1), Rows(256, 1))
+    launch(Rows(128, 2), Rows(128, 2))
     assert len(recorded) == 2
 
     with pytest.raises(
-        ValueError,
+        UnifiedBufferOverflowError,
         match=r"kernel `kernel` cannot run on Ascend with an innermost stride other "
         r"than 1 \(s\) with D above 128: .* needs 17408 bytes .* "
         r"Pass contiguous tensors",
     ):
-        namespace["launch"](Tensor(256, 2), Tensor(256, 2))
+        launch(Rows(256, 2), Rows(256, 2))
 
     assert len(recorded) == 2
 

@@ -75,7 +75,11 @@ class FitUnifiedBuffer(Pass):
     shape constexpr, e.g. attention's head dimension ``D``) is sized for
     every power of two ``D`` from :data:`MIN_LAUNCH_BOUND` up to the
     largest with a fitting config: NineToothed's configs that fit, else
-    their halvings (config pruning; such a kernel is not split). The
+    their halvings (config pruning; such a kernel is not split). Where
+    nothing fits at :data:`MIN_LAUNCH_BOUND`, every power of two from 1 is
+    sized instead: a pooling window's sides are such sizes (ntops'
+    ``max_pool2d`` states kernel sizes up to 16, and its ``16 x 16`` windows
+    of 32 outputs need 425,984 B by the model). The
     autotuner gets the union and an ``early_config_prune`` that keeps, at
     each launch, the configs chosen for ``next_power_of_2(D)`` (the
     footprint grows with ``D``); ``D`` leads the autotune key (with the
@@ -199,9 +203,10 @@ class FitUnifiedBuffer(Pass):
         chosen = []
         table = {}
         refusals = {}
+        minimum = MIN_LAUNCH_BOUND
 
         for contiguous in (True, False) if strides or flags else (True,):
-            bound = MIN_LAUNCH_BOUND
+            bound = minimum
             # Block sizes that overflowed at a smaller launch size overflow at
             # every larger one (the footprint grows with it): not measured
             # again. Most of flash attention's footprints were of block sizes
@@ -224,6 +229,13 @@ class FitUnifiedBuffer(Pass):
                         overflowed=overflowed,
                     )
                 except RewriteError as error:
+                    if contiguous and not table and launch_sized and minimum > 1:
+                        # Nothing fits the smallest launch size that shares
+                        # its configs: size each power of two from 1.
+                        minimum = bound = 1
+                        overflowed = set()
+                        continue
+
                     if contiguous and not table:
                         raise
 
@@ -257,7 +269,7 @@ class FitUnifiedBuffer(Pass):
                         if flags
                         else ""
                     ),
-                    minimum=MIN_LAUNCH_BOUND,
+                    minimum=minimum,
                     table=table,
                 )
             ).body,
@@ -284,18 +296,19 @@ class FitUnifiedBuffer(Pass):
                 launch_sized,
                 (strides, flags),
                 contiguous,
-                bound,
+                (minimum, bound),
                 refusal,
             )
 
         return chosen
 
     def guard_launch(
-        self, module, name, kernel, launch_sized, layout, contiguous, bound, refusal
+        self, module, name, kernel, launch_sized, layout, contiguous, bounds, refusal
     ):
-        """Make the launch of ``name`` raise ``ValueError`` where no config fits.
+        """Make the launch of ``name`` raise ``UnifiedBufferOverflowError`` (a ``ValueError``) where no config fits.
 
-        No config fits a launch size of ``bound`` or more (contiguous
+        ``bounds`` is ``(minimum, bound)``: the pruner's smallest launch
+        size, and the one from which no config fits a launch size (contiguous
         launches, or strided ones: an innermost stride in ``layout``'s
         strides other than 1, or one of its flags false), and the NPU
         compile would fail in ``bishengir-compile`` with "ub overflow"; the
@@ -304,6 +317,7 @@ class FitUnifiedBuffer(Pass):
         """
 
         strides, flags = layout
+        minimum, bound = bounds
 
         found = self.module.launch(name)
 
@@ -315,7 +329,7 @@ class FitUnifiedBuffer(Pass):
         sizes = ", ".join(ast.unparse(arguments[item]) for item in launch_sized)
         conditions = []
 
-        if bound > MIN_LAUNCH_BOUND:
+        if bound > minimum:
             conditions.append(f"max(({sizes},)) > {bound // 2}")
 
         if not contiguous:
@@ -337,7 +351,7 @@ class FitUnifiedBuffer(Pass):
         else:
             sized = (
                 f" with {', '.join(launch_sized)} above {bound // 2}"
-                if bound > MIN_LAUNCH_BOUND
+                if bound > minimum
                 else ""
             )
             message = repr(
@@ -354,10 +368,23 @@ class FitUnifiedBuffer(Pass):
             )
 
         check = ast.parse(
-            f"if {' and '.join(conditions)}:\n    raise ValueError({message})"
+            f"if {' and '.join(conditions)}:\n    raise {_OVERFLOW_ERROR}({message})"
         ).body[0]
 
         self.module.insert_before_launch(call, check)
+
+        if not any(
+            isinstance(statement, ast.ImportFrom)
+            and any(alias.asname == _OVERFLOW_ERROR for alias in statement.names)
+            for statement in module.body
+        ):
+            insert_after_imports(
+                module,
+                ast.parse(
+                    "from ninetoothed_ascend.runtime import "
+                    f"UnifiedBufferOverflowError as {_OVERFLOW_ERROR}"
+                ).body,
+            )
 
     def choose(
         self,
@@ -482,6 +509,9 @@ class FitUnifiedBuffer(Pass):
             )
         ]
 
+
+#: The name NPU variants bind :class:`~ninetoothed_ascend.runtime.UnifiedBufferOverflowError` to.
+_OVERFLOW_ERROR = "ninetoothed_ascend_UnifiedBufferOverflowError"
 
 _PRUNER = '''
 def {pruner}(configs, named_args, **kwargs):
