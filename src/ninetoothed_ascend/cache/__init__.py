@@ -252,17 +252,7 @@ class Cache:
                 if name in read
             }
 
-            return Entry(
-                kernel_name=stored["kernel_name"],
-                launch_name=stored["launch_name"],
-                variants=variants,
-                counters_delta=tuple(stored["counters_delta"]),
-                definition=stored["definition"],
-                launch=stored["launch"],
-                verified=stored["verified"],
-                environment=stored["environment"],
-                origin=stored["origin"],
-            )
+            return Entry.from_stored(stored, variants)
         except FileNotFoundError:
             return None
         except UntrustedFileError as error:

@@ -122,6 +122,27 @@ class Entry:
         default_factory=lambda: {"kind": ORIGINS[0], "from": None}
     )
 
+    @classmethod
+    def from_stored(cls, stored, variants):
+        """The entry ``stored`` describes, with ``variants`` read from it.
+
+        :param stored: ``dict``, an entry's JSON, checked by :func:`check_entry`.
+        :param variants: ``dict`` from variant name to :class:`Variant`.
+        :return: :class:`Entry`.
+        """
+
+        return cls(
+            kernel_name=stored["kernel_name"],
+            launch_name=stored["launch_name"],
+            variants=variants,
+            counters_delta=tuple(stored["counters_delta"]),
+            definition=stored["definition"],
+            launch=stored["launch"],
+            verified=stored["verified"],
+            environment=stored["environment"],
+            origin=stored["origin"],
+        )
+
     def digests(self):
         """Return the sha256 of each variant built so far (``None`` for one that failed to build).
 

@@ -402,16 +402,7 @@ def admit_authenticated_entry(key, stored, texts):
         for name, record in stored["variants"].items()
     }
 
-    return Entry(
-        kernel_name=stored["kernel_name"],
-        launch_name=stored["launch_name"],
-        variants=variants,
-        counters_delta=tuple(stored["counters_delta"]),
-        definition=stored["definition"],
-        launch=stored["launch"],
-        verified=stored["verified"],
-        environment=stored["environment"],
-    )
+    return Entry.from_stored(stored, variants)
 
 
 def _check_key(key, stored):
