@@ -239,7 +239,8 @@ class FitUnifiedBuffer(Pass):
                     if contiguous and not table:
                         raise
 
-                    refusals[contiguous] = (bound, error.args[0])
+                    # The model's numbers, then what to do.
+                    refusals[contiguous] = (bound, error.args)
                     break
 
                 for sizes in configs:
@@ -312,8 +313,8 @@ class FitUnifiedBuffer(Pass):
         launches, or strided ones: an innermost stride in ``layout``'s
         strides other than 1, or one of its flags false), and the NPU
         compile would fail in ``bishengir-compile`` with "ub overflow"; the
-        launch fails first, with the model's numbers (``refusal``) and what
-        to do.
+        launch fails first, with the model's numbers and what to do
+        (``refusal``, the arguments of the ``RewriteError`` of ``bound``).
         """
 
         strides, flags = layout
@@ -344,13 +345,14 @@ class FitUnifiedBuffer(Pass):
         if contiguous:
             prefix = f"kernel `{kernel.name}` cannot run sizes "
             suffix = (
-                f" of {', '.join(launch_sized)} on Ascend: at most {bound // 2} fits "
-                f"the Unified Buffer by the UB model (docs/ub.md); at {bound}, {refusal}"
+                f" of {_names(launch_sized)} on Ascend: at most {bound // 2} fits "
+                f"the Unified Buffer by the UB model (docs/ub.md); at {bound}, "
+                + " ".join(refusal)
             )
             message = f"{prefix!r} + repr(({sizes},)) + {suffix!r}"
         else:
             sized = (
-                f" with {', '.join(launch_sized)} above {bound // 2}"
+                f" with {_names(launch_sized)} above {bound // 2}"
                 if bound > minimum
                 else ""
             )
@@ -363,7 +365,7 @@ class FitUnifiedBuffer(Pass):
                     else ""
                 )
                 + f"{sized}: such accesses take 32 bytes of Unified Buffer per element "
-                f"(docs/ub.md), and {refusal} "
+                f"(docs/ub.md), and {refusal[0]} "
                 "Pass contiguous tensors (`.contiguous()`)."
             )
 
@@ -524,6 +526,12 @@ def {pruner}(configs, named_args, **kwargs):
         bound *= 2
     return [configs[index] for index in {table!r}.get((bound, contiguous), ())]
 '''
+
+
+def _names(parameters):
+    # NineToothed's parameter names as the user wrote them
+    # (``ninetoothed_next_power_of_2_prefix_..._kernel_size_h``: ``kernel_size_h``).
+    return ", ".join(name.rsplit("prefix_", 1)[-1] for name in parameters)
 
 
 def _bounds(bounded):
