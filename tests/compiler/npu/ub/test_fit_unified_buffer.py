@@ -33,6 +33,12 @@ def fitted_sizes(source):
     return [config["B"] for _, configs in kernel_configs(tree) for config in configs]
 
 
+def tried_block_sizes(tree, **arguments):
+    """The ``B`` of each config the autotuner of ``tree``'s module tries for a launch with ``arguments``."""
+
+    return [config["B"] for config in launch_configs(tree, arguments)]
+
+
 def recording_launch(tree):
     """``(launch, recorded)``: the module's ``launch`` with its imports from the plugin, its autotuner recording each call's arguments into ``recorded``."""
 
@@ -125,7 +131,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
     tree = ast.parse(source)
 
     def tried(d):
-        return [config["B"] for config in launch_configs(tree, {"D": d})]
+        return tried_block_sizes(tree, D=d)
 
     assert count == 1
     assert tried(8) == tried(16) == tried(32) == [32]
@@ -159,7 +165,7 @@ def test_fit_unified_buffer_sizes_launch_sizes_below_16_where_16_fits_nowhere(
     tree = ast.parse(source)
 
     def tried(d):
-        return [config["B"] for config in launch_configs(tree, {"D": d})]
+        return tried_block_sizes(tree, D=d)
 
     assert tried(1) == [8]
     assert tried(3) == tried(4) == [2]
@@ -296,7 +302,7 @@ def test_fit_unified_buffer_refuses_a_launch_size_below_a_stated_lower_bound(
     tree = ast.parse(source)
 
     def tried(d):
-        return [config["B"] for config in launch_configs(tree, {"D": d})]
+        return tried_block_sizes(tree, D=d)
 
     assert tried(32) == [16, 32]
     assert tried(64) == [16]
