@@ -8,6 +8,7 @@ unwritable home, a full disk.
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 
@@ -44,6 +45,27 @@ MAKE_ADD = f"""
                       "path": str(path) if path else None,
                       "warnings": [str(w.message) for w in caught]}}))
 """
+
+
+@pytest.fixture(scope="module")
+def cold_add_cache(tmp_path_factory):
+    """``(directory, result)``: a cache as one cold ``make`` of ``add`` in a new process leaves it, and what that process printed."""
+
+    directory = tmp_path_factory.mktemp("cold") / "cache"
+
+    return directory, run_python(MAKE_ADD, directory)
+
+
+@pytest.fixture
+def cold(cache_dir, cold_add_cache):
+    """What a cold ``make`` of ``add`` printed, its cache copied into ``cache_dir`` (files, modes and times as it left them); ``path`` is the copy's."""
+
+    directory, result = cold_add_cache
+    shutil.copytree(directory, cache_dir)
+
+    return result | {
+        "path": str(cache_dir / os.path.relpath(result["path"], directory))
+    }
 
 
 @pytest.fixture
@@ -152,8 +174,7 @@ def test_cache_files_are_written_private(cache_dir):
     ids=["world-writable", "other-owner", "symlink"],
 )
 @pytest.mark.parametrize("which", ["source", "entry"])
-def test_untrusted_file_is_not_executed_and_is_replaced(cache_dir, tamper, which):
-    cold = run_python(MAKE_ADD, cache_dir)
+def test_untrusted_file_is_not_executed_and_is_replaced(cache_dir, cold, tamper, which):
     victim = (
         cache_dir / "sources" / os.path.basename(cold["path"])
         if which == "source"
@@ -193,9 +214,8 @@ def test_untrusted_file_is_not_executed_and_is_replaced(cache_dir, tamper, which
         "garbage-source",
     ],
 )
-def test_damaged_entries_are_detected_and_regenerated(cache_dir, damage):
+def test_damaged_entries_are_detected_and_regenerated(cache_dir, cold, damage):
     which, change = damage
-    cold = run_python(MAKE_ADD, cache_dir)
     victims = (
         list((cache_dir / "sources").glob("*.py"))
         if which == "source"
