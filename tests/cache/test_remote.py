@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from conftest import EXAMPLE_PATHS
 from helpers import run_python
 
+from ninetoothed_ascend.cache import Cache, remote
 from ninetoothed_ascend.cache.remote import mac
 from ninetoothed_ascend.cli import main
 
@@ -252,6 +253,30 @@ def test_an_entry_a_holder_of_the_secret_did_not_verify_is_bound_once_for_the_fl
 
     assert second["ok"] == {"add": True}
     assert second["generations"] == 0 and second["pipelines"] == 0
+
+
+def test_an_entry_goes_on_the_store_without_the_path_it_came_from_here(
+    server, tmp_path, monkeypatch
+):
+    make(tmp_path / "a", server.url)
+    (key,) = server.kernels()
+    server.client.flushdb()
+    # As `warm` of a manifest records it: the manifest's path on this machine.
+    path = tmp_path / "a" / "kernels" / f"{key}.json"
+    local = json.loads(path.read_text())
+    local["origin"] = {"kind": "manifest", "from": "/home/alice/private/ops.json"}
+    path.write_text(json.dumps(local))
+    monkeypatch.setenv("NINETOOTHED_ASCEND_REMOTE_SECRET", SECRET)
+    cache = Cache(tmp_path / "a")
+    entry = cache.load(key)
+
+    assert entry.origin == local["origin"]
+    assert remote.writer(server.url).publish(cache, key, entry, raise_errors=True)
+
+    published = json.loads(server.kernels()[key]["entry"])
+
+    assert published["origin"] == {"kind": "manifest", "from": None}
+    assert published | {"origin": local["origin"]} == local
 
 
 def malicious(source, marker):
@@ -542,8 +567,6 @@ def test_an_evicted_source_is_a_miss_not_a_refusal(server, tmp_path):
 
 
 def test_the_secret_comes_from_the_environment_or_a_file(tmp_path, monkeypatch):
-    from ninetoothed_ascend.cache import remote
-
     url = f"redis://127.0.0.1:{free_port()}/3"
     monkeypatch.setenv(remote.REMOTE_VARIABLE, url)
     path = tmp_path / "secret"
@@ -582,8 +605,6 @@ def test_the_mac_covers_the_key_the_entry_and_its_sources():
 def test_without_the_redis_package_the_cache_is_local_with_one_warning(
     tmp_path, monkeypatch
 ):
-    from ninetoothed_ascend.cache import remote
-
     monkeypatch.setitem(sys.modules, "redis", None)  # ``import redis`` fails
     monkeypatch.setenv(remote.REMOTE_VARIABLE, f"redis://127.0.0.1:{free_port()}/1")
 

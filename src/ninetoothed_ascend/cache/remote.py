@@ -217,7 +217,10 @@ class RemoteStore:
         """Put the entry of ``key`` that ``cache`` stored, and its sources, on the store.
 
         Sources first, then the entry that names them, so a reader never
-        finds an entry without its sources. Without the secret nothing is
+        finds an entry without its sources. The entry goes without where it
+        came from on this machine (its origin's ``from``: a manifest's or
+        archive's path here, which a reader, who records the store as its
+        origin, has no use for). Without the secret nothing is
         written. A failure is one warning per kind of fault; the kernel is
         not affected.
 
@@ -234,8 +237,11 @@ class RemoteStore:
             return 0
 
         try:
-            data = cache.entry_path(key).read_bytes()
-        except OSError as error:
+            stored = json.loads(cache.entry_path(key).read_bytes())
+
+            if not isinstance(stored, dict):
+                raise ValueError("it is not a JSON object")
+        except (OSError, ValueError) as error:
             if raise_errors:
                 raise RemoteError(f"cannot read its cache entry: {error}") from None
 
@@ -243,6 +249,8 @@ class RemoteStore:
 
             return 0
 
+        stored["origin"] = {"kind": entry.origin["kind"], "from": None}
+        data = json.dumps(stored, indent=1).encode("utf-8")
         sources = {
             variant.digest: variant.source.encode("utf-8")
             for variant in entry.variants.values()
