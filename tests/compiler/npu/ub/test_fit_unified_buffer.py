@@ -120,20 +120,26 @@ def launch(p, q):
 """
 
 
+def fitted_by_head_dim(monkeypatch, ub_bytes, source=HEAD_DIM_SIZED):
+    """``(source, tree, tried)``: ``source`` fitted to ``ub_bytes`` of UB (its one autotuner rewritten), keyed, and the ``B`` its launch tries by ``D``."""
+
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(ub_bytes))
+    source, count = rewrite(FitUnifiedBuffer, source, then=KEYED)
+    tree = ast.parse(source)
+
+    assert count == 1
+
+    return source, tree, lambda d: tried_block_sizes(tree, D=d)
+
+
 def test_fit_unified_buffer_prunes_configs_at_the_launch_by_a_launch_size(
     monkeypatch,
 ):
     # 12 bytes per element; 12 KB fit B x D = 1024: NineToothed's 32 up to
     # D = 32 (its 1024 never), halvings of it beyond (B spans NineToothed's
     # default range, so it is not bounded).
-    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
-    source, count = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
-    tree = ast.parse(source)
+    source, tree, tried = fitted_by_head_dim(monkeypatch, 12 * 1024)
 
-    def tried(d):
-        return tried_block_sizes(tree, D=d)
-
-    assert count == 1
     assert tried(8) == tried(16) == tried(32) == [32]
     assert tried(64) == [16]
     assert tried(100) == tried(128) == [8]
@@ -160,12 +166,7 @@ def test_fit_unified_buffer_sizes_launch_sizes_below_16_where_16_fits_nowhere(
     # block size of its bounds. Here 12 * 8 bytes hold B x D = 8: D = 16
     # fits no B, so smaller D are sized (B = 1 at D = 8, 2 at 4, 8 at 1)
     # and a launch of D above 8 is refused before compiling.
-    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 8))
-    source, _ = rewrite(FitUnifiedBuffer, HEAD_DIM_SIZED, then=KEYED)
-    tree = ast.parse(source)
-
-    def tried(d):
-        return tried_block_sizes(tree, D=d)
+    _, tree, tried = fitted_by_head_dim(monkeypatch, 12 * 8)
 
     assert tried(1) == [8]
     assert tried(3) == tried(4) == [2]
@@ -295,14 +296,9 @@ def test_fit_unified_buffer_refuses_a_launch_size_below_a_stated_lower_bound(
     # Bounds 16..32 (attention's BLOCK_SIZE_M): 12 KB hold B x D = 1024, so
     # B = 16 fits up to D = 64; beyond, the launch is refused rather than
     # run with B = 8.
-    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
-    source, _ = rewrite(
-        FitUnifiedBuffer, _with_configs(HEAD_DIM_SIZED, 16, 32), then=KEYED
+    source, _, tried = fitted_by_head_dim(
+        monkeypatch, 12 * 1024, _with_configs(HEAD_DIM_SIZED, 16, 32)
     )
-    tree = ast.parse(source)
-
-    def tried(d):
-        return tried_block_sizes(tree, D=d)
 
     assert tried(32) == [16, 32]
     assert tried(64) == [16]
