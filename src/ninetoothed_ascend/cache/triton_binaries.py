@@ -225,18 +225,25 @@ class StoreCacheManager(FileCacheManager):
         except store.errors as error:
             store.fault(error)
 
-    def _fetch_file(self, filename):
+    def _verified_field(self, kind, filename, field, encoding):
+        """The ``field`` of the store's ``kind`` record of ``filename``, decoded, where its HMAC verifies; ``None`` otherwise (no such record, a name Triton does not give, a refused HMAC)."""
+
         if not _NAME.fullmatch(filename):
             return None
 
-        record = self._read_record(f"{_PREFIX}file:{self._name}:{filename}")
+        record = self._read_record(f"{_PREFIX}{kind}:{self._name}:{filename}")
 
         if record is None:
             return None
 
-        digest = record.get(b"digest", b"").decode("ascii", "replace")
+        value = record.get(field, b"").decode(encoding, "replace")
 
-        if not self._verified(record, "file", filename, digest):
+        return value if self._verified(record, kind, filename, value) else None
+
+    def _fetch_file(self, filename):
+        digest = self._verified_field("file", filename, b"digest", "ascii")
+
+        if digest is None:
             return None
 
         blobs = self._read_blobs({filename: digest}, filename)
@@ -244,17 +251,9 @@ class StoreCacheManager(FileCacheManager):
         return None if blobs is None else blobs[filename]
 
     def _fetch_group(self, filename):
-        if not _NAME.fullmatch(filename):
-            return None
+        files = self._verified_field("group", filename, b"files", "utf-8")
 
-        record = self._read_record(f"{_PREFIX}group:{self._name}:{filename}")
-
-        if record is None:
-            return None
-
-        files = record.get(b"files", b"").decode("utf-8", "replace")
-
-        if not self._verified(record, "group", filename, files):
+        if files is None:
             return None
 
         try:
