@@ -40,8 +40,10 @@ from ninetoothed_ascend.compiler.target import soc
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-def _bishengir(linalg, timeout):
-    result = bishengir.compile_linalg(linalg, memory_report=True, timeout=timeout)
+def _bishengir(linalg, options, timeout):
+    result = bishengir.compile_linalg(
+        linalg, options=options, memory_report=True, timeout=timeout
+    )
 
     return {
         "outcome": result.outcome,
@@ -84,10 +86,10 @@ def rows(paths, raw, jobs, timeout, dtypes, ends):
                 if ends and len(arguments) > ends + 1:
                     arguments = arguments[:1] + arguments[-ends:]
 
-                for config, signature, constants, attrs in arguments:
+                for config, signature, constants, attrs, options in arguments:
                     try:
                         linalg, _ = compile_check.compile_stages(
-                            jit, signature, constants, attrs=attrs
+                            jit, signature, constants, attrs=attrs, options=options
                         )
                     except compile_check.StageError as error:
                         print(f"{path.stem} {dtype} {config}: {error}", file=sys.stderr)
@@ -97,7 +99,9 @@ def rows(paths, raw, jobs, timeout, dtypes, ends):
                     # dtype is not known when configs are chosen), with the
                     # launch's specialized integers.
                     model = footprint(kernel, aliases, constants, layout=layout)
-                    key = hashlib.sha256(linalg.encode()).hexdigest()
+                    key = hashlib.sha256(
+                        repr((linalg, bishengir.option_flags(options))).encode()
+                    ).hexdigest()
                     row = {
                         "kernel": handle.kernel_name,
                         "dtype": str(dtype).removeprefix("torch."),
@@ -105,16 +109,16 @@ def rows(paths, raw, jobs, timeout, dtypes, ends):
                         "config": "x".join(str(value) for value in config.values()),
                         "model": model.peak,
                     }
-                    pending.append((row, key, linalg))
+                    pending.append((row, key, linalg, options))
 
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
         futures = {
-            key: pool.submit(_bishengir, linalg, timeout)
-            for _, key, linalg in pending
+            key: pool.submit(_bishengir, linalg, options, timeout)
+            for _, key, linalg, options in pending
             if key not in raw
         }
 
-        for row, key, _ in pending:
+        for row, key, _, _ in pending:
             if key not in raw:
                 raw[key] = futures[key].result()
 

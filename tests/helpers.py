@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+import ninetoothed.language as ntl
 import pytest
 from conftest import EXAMPLE_NAMES, EXAMPLE_PATHS
 
@@ -244,3 +245,45 @@ def canary_payload(canary):
         f"x_size_0.__class__.__mro__[1].__subclasses__()[{index}]"
         f".__init__.__globals__['system']('touch {canary}')"
     )
+
+
+def sort_rows():
+    """A kernel that sorts each row in one tile, as ``examples/sampling/sort.py``; rows of a power-of-two length, no padding."""
+
+    from ninetoothed import Symbol, Tensor
+
+    import ninetoothed_ascend
+
+    block_size = Symbol("BLOCK_SIZE", constexpr=True)
+
+    def arrangement(input, output, BLOCK_SIZE=block_size):
+        return input.tile((1, BLOCK_SIZE)), output.tile((1, BLOCK_SIZE))
+
+    def application(input, output):
+        output = ntl.sort(input, 1)  # noqa: F841
+
+    return ninetoothed_ascend.make(
+        arrangement, application, (Tensor(2), Tensor(2)), kernel_name="sort_rows"
+    )
+
+
+def launch_sort_rows(kernel, input):
+    """Launch :func:`sort_rows` on ``input`` (2-D tensor); return the sorted rows."""
+
+    import torch
+    import triton
+
+    output = torch.empty_like(input)
+    kernel(input, output, BLOCK_SIZE=triton.next_power_of_2(input.shape[-1]))
+
+    return output
+
+
+def rows_to_sort(dtype):
+    """A 5 x 64 tensor of ``dtype`` (``torch.dtype``), the same on every call."""
+
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+
+    return (torch.randn((5, 64), generator=generator) * 1000).to(dtype)

@@ -175,8 +175,10 @@ def _whole_tile_ands(monkeypatch, pipeline):
         module.launch,
         module.inputs("cpu", torch.float16),
     )
-    _, signature, constants, attrs = arguments[0]
-    linalg, _ = compile_stages(kernel, signature, constants, attrs=attrs)
+    _, signature, constants, attrs, options = arguments[0]
+    linalg, _ = compile_stages(
+        kernel, signature, constants, attrs=attrs, options=options
+    )
     shapes = re.findall(r"arith\.andi .*: tensor<(\d+)x(\d+)xi1>", linalg)
 
     return sum(1 for rows, columns in shapes if int(rows) > 1 and int(columns) > 1)

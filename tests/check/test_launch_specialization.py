@@ -24,7 +24,7 @@ def test_a_stride_of_one_becomes_a_constant_and_pointers_are_divisible_by_16():
     kernel, arguments = _add_arguments(
         *shared_example("add").inputs("cpu", torch.float32)
     )
-    config, signature, constants, attrs = arguments[-1]
+    config, signature, constants, attrs, _ = arguments[-1]
     strides = [name for name in kernel.arg_names if name.endswith("_stride_0")]
     pointers = [
         kernel.arg_names.index(name)
@@ -43,7 +43,7 @@ def test_a_pointer_off_16_byte_alignment_is_not_marked_divisible():
     # One element into a larger buffer: the data pointer is 4 bytes past an aligned one.
     shifted = torch.empty(input.numel() + 1)[1:].copy_(input)
     kernel, arguments = _add_arguments(shifted, other)
-    _, signature, _, attrs = arguments[0]
+    _, signature, _, attrs, _ = arguments[0]
     divisible = attrs.to_dict()["arg_properties"]["tt.divisibility"]
     first, second, _ = (
         kernel.arg_names.index(name) for name in signature if signature[name] == "*fp32"
@@ -66,7 +66,7 @@ def test_the_specialized_kernel_has_unit_stride_accesses_where_the_plain_one_has
         handle.module("npu"), handle, module.launch, inputs
     )
     signature, constants = plain[-1]
-    _, launch_signature, launch_constants, attrs = specialized[-1]
+    _, launch_signature, launch_constants, attrs, _ = specialized[-1]
 
     unspecialized, _ = compile_stages(kernel, signature, constants)
     launched, _ = compile_stages(

@@ -64,25 +64,67 @@ INSTALL_HINT = (
 
 # The flags triton-ascend 3.2.0 passes with its default options
 # (``linalg_to_bin_enable_npu_compile_A2_A3`` in triton/backends/ascend/compiler.py:
-# ``multibuffer`` and ``enable_auto_bind_sub_block`` default to True, the
-# ``bishengir-compile`` of ascendnpu-ir 1.2.0 has no ``reg-based`` option, so
+# the ``bishengir-compile`` of ascendnpu-ir 1.2.0 has no ``reg-based`` option, so
 # ``--enable-hivm-compile=true``; TRITON_DISABLE_LINE_INFO defaults to true, so
-# no ``--enable-debug-info``).
+# no ``--enable-debug-info``), after those of the launch's options.
 _A2_A3_FLAGS = (
-    "--enable-auto-multi-buffer=True",
-    "--enable-auto-bind-sub-block=True",
     "--enable-hfusion-compile=true",
     "--enable-hivm-compile=true",
     "--enable-triton-kernel-compile=true",
 )
 # ``linalg_to_bin_enable_npu_compile_910_95`` of the same file: the same
-# options without ``--enable-hivm-compile``.
+# flags without ``--enable-hivm-compile``.
 _A5_FLAGS = (
-    "--enable-auto-multi-buffer=True",
-    "--enable-auto-bind-sub-block=True",
     "--enable-hfusion-compile=true",
     "--enable-triton-kernel-compile=true",
 )
+
+#: The launch options (fields of triton-ascend 3.2.0's ``NPUOptions``) that
+#: its A2/A3 ``npubin`` stage passes to ``bishengir-compile``, each as
+#: ``FLAG=value`` where the option is not ``None``: option -> flag, in the
+#: order of ``linalg_to_bin_enable_npu_compile_A2_A3``.
+A2_A3_OPTION_FLAGS = {
+    "multibuffer": "--enable-auto-multi-buffer",
+    "enable_auto_bind_sub_block": "--enable-auto-bind-sub-block",
+    "enable_hivm_auto_cv_balance": "--enable-hivm-auto-cv-balance",
+    "sync_solver": "--enable-hivm-graph-sync-solver",
+    "unit_flag": "--enable-hivm-unit-flag-sync",
+    "inject_barrier_all": "--enable-hivm-inject-barrier-all-sync",
+    "inject_block_all": "--enable-hivm-inject-block-all-sync",
+}
+#: The same for A5 (``linalg_to_bin_enable_npu_compile_910_95``), which
+#: passes no ``sync_solver`` and no ``inject_block_all``.
+A5_OPTION_FLAGS = {
+    name: flag
+    for name, flag in A2_A3_OPTION_FLAGS.items()
+    if name not in ("sync_solver", "inject_block_all")
+}
+#: ``NPUOptions``' defaults of those options (triton-ascend 3.2.0): what a
+#: launch that states none of them compiles with.
+DEFAULT_OPTIONS = {"multibuffer": True, "enable_auto_bind_sub_block": True}
+
+
+def option_flags(options, arch=DEFAULT_ARCH):
+    """The ``bishengir-compile`` flags triton-ascend 3.2.0 derives from a launch's options.
+
+    :param options: ``dict`` option name -> value, the keywords of a launch
+        that are not kernel parameters (``sync_solver=False``, ``num_warps``,
+        ...); those :data:`A2_A3_OPTION_FLAGS` (or :data:`A5_OPTION_FLAGS`)
+        does not name are ignored, as the ``npubin`` stage ignores them.
+    :param arch: ``str``, the SoC.
+    :return: ``list`` of ``str``, ``FLAG=value`` for each option that is not
+        ``None``, :data:`DEFAULT_OPTIONS` filling those the launch omits.
+    """
+
+    table = A5_OPTION_FLAGS if arch in A5_ARCHS else A2_A3_OPTION_FLAGS
+    chosen = DEFAULT_OPTIONS | dict(options)
+
+    return [
+        f"{flag}={chosen[name]}"
+        for name, flag in table.items()
+        if chosen.get(name) is not None
+    ]
+
 
 _REACHED_HIVMC = "External hivmc run fails"
 _UB_OVERFLOW = re.compile(
@@ -183,7 +225,7 @@ def compiler_path(arch=DEFAULT_ARCH):
 
 
 def compile_linalg(
-    linalg_text, arch=DEFAULT_ARCH, *, memory_report=False, timeout=None
+    linalg_text, arch=DEFAULT_ARCH, *, options=None, memory_report=False, timeout=None
 ):
     """Run ``bishengir-compile`` on a ``ttadapter`` output as triton-ascend 3.2.0's ``npubin`` stage does, in a temporary directory.
 
@@ -192,7 +234,8 @@ def compile_linalg(
     --enable-hfusion-compile=true --enable-hivm-compile=true
     --enable-triton-kernel-compile=true -o kernel``, the flags of
     ``linalg_to_bin_enable_npu_compile_A2_A3`` in triton-ascend 3.2.0's
-    ``triton/backends/ascend/compiler.py`` with its default options; for an
+    ``triton/backends/ascend/compiler.py`` with its default options, and
+    those a launch's ``options`` add (:func:`option_flags`); for an
     A5 SoC, ``bishengir-compile-a5`` with the flags of
     ``linalg_to_bin_enable_npu_compile_910_95`` (no ``--enable-hivm-compile``).
     On an overflow BiShengIR itself retries without code motion and without
@@ -205,6 +248,8 @@ def compile_linalg(
 
     :param linalg_text: ``str``, the ``ttadapter`` output (MLIR).
     :param arch: ``str``, the SoC (:data:`A2_A3_ARCHS`, :data:`A5_ARCHS`).
+    :param options: ``dict`` of the launch's options (:func:`option_flags`),
+        or ``None`` for a launch that states none.
     :param memory_report: ``bool``; add ``--enable-memory-display`` and read
         the UB plan it writes (``memory_info_*.json``) into
         ``planned_ub_bytes``. (``--enable-print-memory-allocated-size``,
@@ -220,7 +265,7 @@ def compile_linalg(
         directory = pathlib.Path(directory)
         source = directory / "kernel.ttadapter.mlir"
         source.write_text(linalg_text)
-        command = compile_command(source.name, "kernel", arch)
+        command = compile_command(source.name, "kernel", arch, options=options)
 
         if memory_report:
             command[-2:-2] = ["--enable-memory-display"]
@@ -261,12 +306,14 @@ def compile_linalg(
     )
 
 
-def compile_command(source, output, arch=DEFAULT_ARCH):
+def compile_command(source, output, arch=DEFAULT_ARCH, *, options=None):
     """The ``bishengir-compile`` command line triton-ascend 3.2.0's ``npubin`` stage runs (see :func:`compile_linalg`).
 
     :param source: ``str``, the ``ttadapter`` output's file.
     :param output: ``str``, the output's file name, without extension.
     :param arch: ``str``, the SoC (:data:`A2_A3_ARCHS`, :data:`A5_ARCHS`).
+    :param options: ``dict`` of the launch's options (:func:`option_flags`),
+        or ``None``.
     :return: ``list`` of ``str``, ending with ``-o output``.
     :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
     :raises BiShengIRNotInstalled: ``ascendnpu-ir`` is not installed.
@@ -278,6 +325,7 @@ def compile_command(source, output, arch=DEFAULT_ARCH):
         str(compiler_path(arch)),
         source,
         f"--target={arch}",
+        *option_flags(options or {}, arch),
         *flags,
         "-o",
         output,

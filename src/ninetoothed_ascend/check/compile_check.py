@@ -115,10 +115,11 @@ class BiShengIRStage:
         self._futures = {}
         self._lock = threading.Lock()
 
-    def submit(self, linalg):
-        """Start (or find) the compile of ``linalg`` (``str``); return a ``concurrent.futures.Future`` of its :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`."""
+    def submit(self, linalg, options=None):
+        """Start (or find) the compile of ``linalg`` (``str``) with a launch's ``options`` (``dict``, see :func:`~ninetoothed_ascend.check.bishengir.option_flags`); return a ``concurrent.futures.Future`` of its :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`."""
 
-        key = hashlib.sha256(linalg.encode()).hexdigest()
+        flags = bishengir_compiler.option_flags(options or {}, self.arch)
+        key = hashlib.sha256(repr((linalg, flags)).encode()).hexdigest()
 
         with self._lock:
             if key not in self._futures:
@@ -126,6 +127,7 @@ class BiShengIRStage:
                     bishengir_compiler.compile_linalg,
                     linalg,
                     self.arch,
+                    options=options,
                     memory_report=self.memory_report,
                     timeout=self.timeout,
                 )
@@ -143,7 +145,7 @@ class BiShengIRStage:
 
 
 def compile_stages(
-    jit_function, signature, constants, arch=DEFAULT_ARCH, *, attrs=None
+    jit_function, signature, constants, arch=DEFAULT_ARCH, *, attrs=None, options=None
 ):
     """Run ``ttir`` and ``ttadapter`` on a ``triton.jit`` function.
 
@@ -155,6 +157,9 @@ def compile_stages(
     :param arch: ``str``, the Ascend SoC.
     :param attrs: the backend's ``AttrsDescriptor`` of a launch (from
         :func:`launch_arguments`), or ``None`` for no specialization.
+    :param options: ``dict``, the launch's keywords that are not kernel
+        parameters (from :func:`launch_arguments`), parsed by the backend as
+        ``JITFunction.run`` parses them; ``None`` for none.
     :return: ``(linalg_text, seconds_per_stage)``.
     :raises StageError: naming the stage that failed and the compiler's message.
     """
@@ -171,7 +176,7 @@ def compile_stages(
     }
     target = GPUTarget("npu", arch, 0)
     backend = make_backend(target)
-    options = backend.parse_options({})
+    options = backend.parse_options(dict(options or {}))
     source = ASTSource(jit_function, ordered, dict(constants), attrs)
     key = f"{source.hash()}-{backend.hash()}-{options.hash()}"
     metadata = {
@@ -273,11 +278,11 @@ def check_variant(
 
     compiled = []
 
-    for config, signature, constants, attrs in arguments:
+    for config, signature, constants, attrs, options in arguments:
         linalg, seconds = compile_stages(
-            kernel, signature, constants, arch, attrs=attrs
+            kernel, signature, constants, arch, attrs=attrs, options=options
         )
-        pending = bishengir.submit(linalg) if bishengir is not None else None
+        pending = bishengir.submit(linalg, options) if bishengir is not None else None
         compiled.append((config, seconds, linalg, pending))
 
     results = []
@@ -308,7 +313,7 @@ def _extremes(source, arguments, order, facts):
         return math.prod(value for value in config.values() if isinstance(value, int))
 
     def size(item):
-        config, _, constants, _ = item
+        config, _, constants, _, _ = item
 
         if order == "bytes" and len(kernels) == 1:
             numbers = {
@@ -407,10 +412,12 @@ def launch_arguments(
     :param variant: ``str``, the variant whose source holds the configs.
     :param arch: ``str``, the Ascend SoC.
     :param configs: ``"launch"`` or ``"all"`` (:data:`CONFIG_SETS`).
-    :return: ``(kernel, [(config, signature, constants, attrs), ...])``: one
-        tuple per config; ``config`` holds the config's constexpr values,
-        ``attrs`` is the backend's ``AttrsDescriptor``; the last three are
-        what :func:`compile_stages` takes.
+    :return: ``(kernel, [(config, signature, constants, attrs, options), ...])``:
+        one tuple per config; ``config`` holds the config's constexpr values,
+        ``attrs`` is the backend's ``AttrsDescriptor``, ``options`` the
+        launch's keywords that are not kernel parameters (``num_warps``,
+        ``sync_solver``, ...); the last four are what :func:`compile_stages`
+        takes.
     """
 
     from triton.backends.compiler import GPUTarget
@@ -441,7 +448,10 @@ def launch_arguments(
             for param in kernel.params
             if param.is_constexpr
         }
-        arguments.append((config, signature, constants, attrs))
+        options = {
+            name: value for name, value in named.items() if name not in kernel.arg_names
+        }
+        arguments.append((config, signature, constants, attrs, options))
 
     return kernel, arguments
 

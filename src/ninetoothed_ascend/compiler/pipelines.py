@@ -17,6 +17,9 @@ from ninetoothed_ascend.compiler.cpu.interpret_language_functions import (
 from ninetoothed_ascend.compiler.cpu.interpret_libdevice import InterpretLibdevice
 from ninetoothed_ascend.compiler.cpu.widen_bfloat16 import WidenBfloat16
 from ninetoothed_ascend.compiler.emulation.boolean_mask_data import BooleanMaskData
+from ninetoothed_ascend.compiler.emulation.drop_ascend_launch_options import (
+    DropAscendLaunchOptions,
+)
 from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cpu import EmulateHf32OnCpu
 from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cuda import EmulateHf32OnCuda
 from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cpu import (
@@ -57,6 +60,9 @@ from ninetoothed_ascend.compiler.npu.scalarize_padded_tile_lower_bounds import (
 from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
     ScalarizeTileLowerBounds,
 )
+from ninetoothed_ascend.compiler.npu.solve_sync_by_injection import (
+    SolveSyncByInjection,
+)
 from ninetoothed_ascend.compiler.npu.sort_with_bitonic_network import (
     SortWithBitonicNetwork,
 )
@@ -87,6 +93,7 @@ NPU = (
     LowerIntegerPower,
     KeepLoopCarriedDtype,
     SortWithBitonicNetwork,
+    SolveSyncByInjection,
     UseHf32InDot,
     RemapLibdevice,
     LowerFloat64,
@@ -126,10 +133,16 @@ RUNS_ON = {"npu": "triton-ascend", "cpu": "Triton's interpreter"}
 #: The NPU variant's emulations, built from its source: device type ->
 #: passes, in order. The CPU one ends with the CPU variant's pipeline.
 EMULATIONS = {
-    "cuda": (EmulateLibdeviceOnCuda, EmulateHf32OnCuda, RejectAscendOnly),
+    "cuda": (
+        EmulateLibdeviceOnCuda,
+        EmulateHf32OnCuda,
+        DropAscendLaunchOptions,
+        RejectAscendOnly,
+    ),
     "cpu": (
         EmulateLibdeviceOnCpu,
         EmulateHf32OnCpu,
+        DropAscendLaunchOptions,
         RejectAscendOnly,
         BooleanMaskData,
         *CPU,

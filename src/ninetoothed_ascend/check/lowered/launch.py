@@ -111,9 +111,9 @@ class LoweredLaunch:
                 f"the launch has {len(configs)}"
             )
 
-        config, signature, constants, attrs = configs[self.config]
+        config, signature, constants, attrs, options = configs[self.config]
         linalg, seconds = compile_check.compile_stages(
-            kernel, signature, constants, self.arch, attrs=attrs
+            kernel, signature, constants, self.arch, attrs=attrs, options=options
         )
         lowered = lowering.lower(
             linalg, self.directory, self.tools, timeout=self.timeout
