@@ -195,3 +195,19 @@ def test_without_ascendnpu_ir_check_says_once_how_to_install_it(monkeypatch):
     assert result.exit_code == 0, result.output
     assert result.output.count("pip install 'ninetoothed-ascend[bishengir]'") == 1
     assert "hivmc" not in result.output
+
+
+def test_every_config_a_launch_with_innermost_strides_of_3_tries_reaches_hivmc(stage):
+    """The strided launch's configs, where the UB model once kept 4096 lanes of fp32 add that BiShengIR refuses (262,144 B: two strided loads' buffers of 32-byte blocks)."""
+
+    module = shared_example("add")
+    input, other = (torch.randn(3 * 8192)[::3] for _ in range(2))
+
+    results = check_variant(
+        module.kernel, module.launch, input, other, configs="launch", bishengir=stage
+    )
+
+    assert max(max(result.config.values()) for result in results) == 2048
+    assert all(result.bishengir.outcome == "hivmc" for result in results), [
+        (result.config, result.bishengir.ub_required_bytes) for result in results
+    ]

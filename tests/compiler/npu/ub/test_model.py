@@ -8,6 +8,7 @@ from helpers import shared_example
 from ub_helpers import FLATTENED, STRIDED
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
+from ninetoothed_ascend.compiler.npu.lower_float64 import DEMOTE
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
     kernel_configs,
 )
@@ -184,3 +185,23 @@ def _launch_sized(kernel, aliases, config):
             continue
 
         return sorted(set(known) - set(config))
+
+
+def test_model_keeps_a_strided_load_s_buffer_through_lower_float64s_helper():
+    # LowerFloat64 wraps every load in a helper that the frontend folds away
+    # for every dtype but fp64: the add computes on both strided loads'
+    # buffers of 32-byte blocks at once (add fp32 with innermost strides of
+    # 3 at 4096 lanes: 262,144 B, BiShengIR's overflow), and on a
+    # contiguous load's block as for any function.
+    source = f"""
+    import triton.language as tl
+    def kernel(a, b, c, s, B: tl.constexpr):
+        x = {DEMOTE}(tl.load(a + tl.arange(0, B) * s))
+        y = {DEMOTE}(tl.load(b + tl.arange(0, B) * s))
+        tl.store(c + tl.arange(0, B), x + y)
+    """
+
+    assert model(source, {"B": 4096, "s": 3}).peak == 4096 * (32 + 32 + 4)
+    # Contiguous, at y's statement: x, y's double-buffered load and its
+    # block after the helper.
+    assert model(source, {"B": 4096, "s": 1}).peak == 4096 * (4 + 2 * 4 + 4)

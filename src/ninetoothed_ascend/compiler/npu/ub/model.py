@@ -54,6 +54,7 @@ import typing
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
 from ninetoothed_ascend.compiler.npu.build_float64_fill import LOAD as LOAD_FILLED
+from ninetoothed_ascend.compiler.npu.lower_float64 import DEMOTE
 from ninetoothed_ascend.compiler.npu.ub.costs import (
     DEFAULT_ELEM_BYTES,
     DISCRETE_ELEM_BYTES,
@@ -624,6 +625,22 @@ class _Model:
             self.hoisted[self.analysis.structure(node)] = tile.bytes
 
             return tile, 0, 0
+
+        if name == DEMOTE and len(node.args) == 1:
+            tile, used, fresh = self.expression(node.args[0])
+
+            if tile is None or tile.stored:
+                # LowerFloat64's helper, folded away for every dtype but
+                # fp64: its caller computes on a strided load's buffer of
+                # 32-byte blocks itself, live with the statement's other
+                # operands (add fp32 with innermost strides of 3 at 4096
+                # lanes: two such buffers, 262,144 B, BiShengIR's overflow).
+                return tile, used, fresh
+
+            # Any other block: one new buffer, as for any function.
+            result = _Tile(tile.shape, tile.elem)
+
+            return result, max(used, fresh + result.bytes), result.bytes
 
         if function in ("zeros", "full"):
             shape = tuple(self.integer(item) for item in _elements(node.args[0]))
