@@ -205,3 +205,21 @@ def test_model_keeps_a_strided_load_s_buffer_through_lower_float64s_helper():
     # Contiguous, at y's statement: x, y's double-buffered load and its
     # block after the helper.
     assert model(source, {"B": 4096, "s": 1}).peak == 4096 * (4 + 2 * 4 + 4)
+
+
+@pytest.mark.parametrize("function", ("zeros", "full"))
+def test_model_sizes_a_constant_shaped_like_a_tile_as_one_of_its_extents(function):
+    # ntops' conv2d: `tl.zeros(mm_output.shape, dtype=...)`.
+    source = f"""
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        x = tl.load(p + tl.arange(0, B)[:, None] + tl.arange(0, B)[None, :])
+        acc = tl.{function}(SHAPE, {"0.0, " if function == "full" else ""}dtype=tl.float32)
+        tl.store(q + tl.arange(0, B)[:, None] + tl.arange(0, B)[None, :], acc + x)
+    """
+
+    assert model(source.replace("SHAPE", "x.shape"), {"B": 64}) == model(
+        source.replace("SHAPE", "(B, B)"), {"B": 64}
+    )
+    with pytest.raises(UnknownSize):
+        model(source.replace("SHAPE", "y.shape"), {"B": 64})

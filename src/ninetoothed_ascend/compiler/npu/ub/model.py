@@ -643,7 +643,7 @@ class _Model:
             return result, max(used, fresh + result.bytes), result.bytes
 
         if function in ("zeros", "full"):
-            shape = tuple(self.integer(item) for item in _elements(node.args[0]))
+            shape = self.extents(node.args[0])
             dtype = arguments.get(2 if function == "full" else 1)
             dtype = arguments.get("dtype", dtype)
             tile = _Tile(shape, self.dtype_bytes(dtype))
@@ -948,6 +948,22 @@ class _Model:
         }.get(type(test.ops[0]))
 
         return None if compare is None else compare(left, right)
+
+    def extents(self, node):
+        """The extents a shape argument names: a tuple of integers, or ``x.shape`` of a tile ``x`` (``tl.zeros(x.shape, ...)``, as ntops' conv2d writes its accumulator).
+
+        :raises UnknownSize: an extent depends on a value the model was not given.
+        """
+
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "shape"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in self.tiles
+        ):
+            return self.tiles[node.value.id].shape
+
+        return tuple(self.integer(item) for item in _elements(node))
 
     def integer(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
