@@ -223,3 +223,19 @@ def test_model_sizes_a_constant_shaped_like_a_tile_as_one_of_its_extents(functio
     )
     with pytest.raises(UnknownSize):
         model(source.replace("SHAPE", "y.shape"), {"B": 64})
+
+
+def test_model_prices_pythons_max_of_two_operands_as_elementwise():
+    # ntops' relu: `max(0.0, x)`, which Triton computes elementwise; the
+    # model took it for the reduction `tl.max` and priced the kernel at 0 B.
+    source = """
+    import triton.language as tl
+    def kernel(p, q, B: tl.constexpr):
+        tl.store(q + tl.arange(0, B), FUNCTION(0.0, tl.load(p + tl.arange(0, B))))
+    """
+
+    for function in ("max", "min"):
+        assert model(source.replace("FUNCTION", function), {"B": 1024}).peak == (
+            model(source.replace("FUNCTION", "tl.maximum"), {"B": 1024}).peak
+        )
+    assert model(source.replace("FUNCTION", "max"), {"B": 1024}).peak > 0

@@ -678,7 +678,17 @@ class _Model:
 
             return tile, max(used, held + tile.bytes), tile.bytes
 
-        if function in ("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"):
+        # Python's ``max(a, b)`` and ``min(a, b)`` (ntops' relu: ``max(0.0,
+        # x)``) are elementwise, not reductions.
+        if name.startswith("triton.language.") and function in (
+            "sum",
+            "max",
+            "min",
+            "argmax",
+            "argmin",
+            "reduce",
+            "xor_sum",
+        ):
             tile, used, fresh = self.expression(node.args[0])
             axis = arguments.get(1, arguments.get("axis"))
             keep = arguments.get("keep_dims")
@@ -950,20 +960,25 @@ class _Model:
         return None if compare is None else compare(left, right)
 
     def extents(self, node):
-        """The extents a shape argument names: a tuple of integers, or ``x.shape`` of a tile ``x`` (``tl.zeros(x.shape, ...)``, as ntops' conv2d writes its accumulator).
+        """The extents a shape argument names: a tuple of integers, or ``x.shape`` of a tile ``x`` (``tl.zeros(x.shape, ...)``, as ntops' conv2d writes its accumulator; ``x.shape[i]`` is one of them).
 
         :raises UnknownSize: an extent depends on a value the model was not given.
         """
 
-        if (
+        if self.is_tile_shape(node):
+            return self.tiles[node.value.id].shape
+
+        return tuple(self.integer(item) for item in _elements(node))
+
+    def is_tile_shape(self, node):
+        """Whether ``node`` is ``x.shape`` of a tile ``x`` the model holds."""
+
+        return (
             isinstance(node, ast.Attribute)
             and node.attr == "shape"
             and isinstance(node.value, ast.Name)
             and node.value.id in self.tiles
-        ):
-            return self.tiles[node.value.id].shape
-
-        return tuple(self.integer(item) for item in _elements(node))
+        )
 
     def integer(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
@@ -975,16 +990,18 @@ class _Model:
 
             raise UnknownSize(node.id)
 
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Tuple)
-            and isinstance(node.slice, (ast.Constant, ast.UnaryOp))
+        if isinstance(node, ast.Subscript) and isinstance(
+            node.slice, (ast.Constant, ast.UnaryOp)
         ):
-            # NineToothed writes a tile's dimension as ``(d0, d1, ...)[i]``.
+            # NineToothed writes a tile's dimension as ``(d0, d1, ...)[i]``;
+            # kernels, as ``x.shape[i]`` of a tile ``x``.
             index = ast.literal_eval(node.slice)
 
-            if isinstance(index, int):
+            if isinstance(index, int) and isinstance(node.value, ast.Tuple):
                 return self.integer(node.value.elts[index])
+
+            if isinstance(index, int) and self.is_tile_shape(node.value):
+                return self.extents(node.value)[index]
 
         if isinstance(node, ast.BinOp):
             left, right = self.integer(node.left), self.integer(node.right)
