@@ -9,6 +9,12 @@ import ast
 import collections
 import functools
 
+#: The ``triton.language`` functions that reduce a tile along an axis.
+REDUCTIONS = tuple(
+    f"triton.language.{name}"
+    for name in ("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum")
+)
+
 
 class Transformer(ast.NodeTransformer):
     """``ast.NodeTransformer`` with the same protocol and results, in a third of its time.

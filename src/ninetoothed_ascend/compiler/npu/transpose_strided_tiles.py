@@ -14,6 +14,7 @@ from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import COLLAPSES
 from ninetoothed_ascend.compiler.passes import Pass, arange_positions, tile_names
 from ninetoothed_ascend.compiler.syntax import (
+    REDUCTIONS,
     Transformer,
     assignments,
     binds_directly,
@@ -28,25 +29,21 @@ from ninetoothed_ascend.compiler.syntax import (
 FLAG_PREFIX = "ninetoothed_ascend_transposed_"
 
 #: The ``triton.language`` functions whose result's rank may differ from their operands'.
-RANK_CHANGING = tuple(
-    f"triton.language.{name}"
-    for name in (
-        "sum",
-        "max",
-        "min",
-        "argmax",
-        "argmin",
-        "reduce",
-        "xor_sum",
-        "reshape",
-        "view",
-        "ravel",
-        "expand_dims",
-        "broadcast_to",
-        "split",
-        "join",
-        "interleave",
-    )
+RANK_CHANGING = (
+    *REDUCTIONS,
+    *(
+        f"triton.language.{name}"
+        for name in (
+            "reshape",
+            "view",
+            "ravel",
+            "expand_dims",
+            "broadcast_to",
+            "split",
+            "join",
+            "interleave",
+        )
+    ),
 )
 
 

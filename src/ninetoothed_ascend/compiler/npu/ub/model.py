@@ -70,7 +70,13 @@ from ninetoothed_ascend.compiler.npu.ub.liveness import (
     last_uses,
     statements_in_order,
 )
-from ninetoothed_ascend.compiler.syntax import resolve, same, structure, walk
+from ninetoothed_ascend.compiler.syntax import (
+    REDUCTIONS,
+    resolve,
+    same,
+    structure,
+    walk,
+)
 
 
 class UnknownSize(Exception):
@@ -680,15 +686,7 @@ class _Model:
 
         # Python's ``max(a, b)`` and ``min(a, b)`` (ntops' relu: ``max(0.0,
         # x)``) are elementwise, not reductions.
-        if name.startswith("triton.language.") and function in (
-            "sum",
-            "max",
-            "min",
-            "argmax",
-            "argmin",
-            "reduce",
-            "xor_sum",
-        ):
+        if name in REDUCTIONS:
             tile, used, fresh = self.expression(node.args[0])
             axis = arguments.get(1, arguments.get("axis"))
             keep = arguments.get("keep_dims")
