@@ -29,6 +29,10 @@ os.environ.setdefault(
     "NINETOOTHED_ASCEND_CACHE_DIR", tempfile.mkdtemp(prefix="ninetoothed-ascend-")
 )
 
+#: The cache directory of the whole run (``.ci/run`` makes one for both
+#: environments and every worker), before each test gets its own.
+RUN_CACHE_DIR = pathlib.Path(os.environ["NINETOOTHED_ASCEND_CACHE_DIR"])
+
 
 def triton_ascend_installed():
     try:
@@ -71,3 +75,17 @@ def pristine_triton_language():
     restore_triton_language()
     yield
     restore_triton_language()
+
+
+@pytest.fixture(scope="session")
+def run_cache():
+    """A :class:`~ninetoothed_ascend.cache.Cache` shared by every test of the run.
+
+    The compile check's tests pass it to remember ``ttir`` and ``ttadapter``
+    output: the BiShengIR, compile-check and lowered tests compile many of
+    the same launches, each once.
+    """
+
+    from ninetoothed_ascend.cache import Cache
+
+    return Cache(RUN_CACHE_DIR)

@@ -70,7 +70,9 @@ def stage():
 
 
 @pytest.mark.parametrize(("name", "case", "dtype", "kind"), _cases())
-def test_smallest_and_largest_config_reach_hivmc(name, case, dtype, kind, stage):
+def test_smallest_and_largest_config_reach_hivmc(
+    name, case, dtype, kind, stage, run_cache
+):
     module = shared_example(name)
     inputs = module.inputs("cpu", dtype, **examples.cases(module)[case])
 
@@ -78,7 +80,12 @@ def test_smallest_and_largest_config_reach_hivmc(name, case, dtype, kind, stage)
         inputs = examples.noncontiguous(inputs)
 
     results = check_variant(
-        module.kernel, module.launch, *inputs, extremes="bytes", bishengir=stage
+        module.kernel,
+        module.launch,
+        *inputs,
+        extremes="bytes",
+        bishengir=stage,
+        cache=run_cache,
     )
     outcomes = {
         str(result.config): (

@@ -40,11 +40,13 @@ pytestmark = pytest.mark.ascend
         "compile_check", dtypes=(torch.float16, torch.float32), all_cases=False
     ),
 )
-def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(name, dtype, case):
+def test_npu_variant_passes_ttir_and_ttadapter_for_every_config(
+    name, dtype, case, run_cache
+):
     module = shared_example(name)
     inputs = module.inputs("cpu", dtype, **case)
 
-    results = check_variant(module.kernel, module.launch, *inputs)
+    results = check_variant(module.kernel, module.launch, *inputs, cache=run_cache)
 
     assert results
     assert all("func.func" in result.linalg for result in results)
@@ -191,3 +193,46 @@ def test_conv2d_mask_has_few_whole_tile_ands(monkeypatch):
 
     assert _whole_tile_ands(monkeypatch, without) > 50
     assert _whole_tile_ands(monkeypatch, pipelines.NPU) < 20
+
+
+def test_compile_stages_remember_their_output_and_recompile_a_damaged_record(
+    monkeypatch, tmp_path
+):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    from ninetoothed_ascend.cache import Cache
+
+    module = shared_example("add")
+    handle = module.kernel
+    kernel, ((_, signature, constants, attrs, _), *_) = launch_arguments(
+        handle.module("npu"),
+        handle,
+        module.launch,
+        module.inputs("cpu"),
+        "npu",
+        "Ascend910B1",
+    )
+    arguments = (kernel, signature, constants)
+    cache = Cache(tmp_path / "cache")
+    linalg, seconds = compile_stages(*arguments, attrs=attrs, cache=cache)
+    (record,) = (tmp_path / "cache" / "memos" / "stages").glob("*")
+
+    # With the adapter gone, only a remembered compile can succeed.
+    backend = make_backend(GPUTarget("npu", "Ascend910B1", 0))
+
+    def gone(*args, **kwargs):
+        raise RuntimeError("the adapter ran")
+
+    monkeypatch.setitem(type(backend).add_stages.__globals__, "ttir_to_linalg", gone)
+
+    assert compile_stages(*arguments, attrs=attrs, cache=cache) == (linalg, seconds)
+    assert "func.func" in linalg and seconds["ttir"] > 0
+
+    with pytest.raises(StageError, match="the adapter ran"):
+        compile_stages(*arguments, attrs=attrs)
+
+    record.write_text('{"linalg": 1}')
+
+    with pytest.raises(StageError, match="the adapter ran"):
+        compile_stages(*arguments, attrs=attrs, cache=cache)

@@ -45,25 +45,19 @@ def _tools():
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def lowered_directory(tmp_path_factory):
-    # One cache of shared objects per worker: cases that lower to the same
-    # Linalg (dtypes, layouts and shapes often do) share one lowering.
-    return tmp_path_factory.mktemp("lowered")
-
-
 @pytest.mark.parametrize(("name", "case", "dtype", "layout"), _cases())
-def test_example_runs_lowered_and_matches_torch(
-    name, case, dtype, layout, lowered_directory
-):
+def test_example_runs_lowered_and_matches_torch(name, case, dtype, layout, run_cache):
     module = shared_example(name)
+    # One cache for the run: cases that lower to the same Linalg (dtypes,
+    # layouts and shapes often do) share one lowering, on every worker.
     result = cases.check_case(
         module,
         dtype,
         examples.cases(module)[case],
         layout=layout,
-        directory=lowered_directory,
+        directory=run_cache.directory / "lowered",
         timeout=300,
+        cache=run_cache,
     )
 
     assert result.outcome == "match", result.detail

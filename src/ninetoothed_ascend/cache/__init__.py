@@ -110,8 +110,11 @@ __all__ = [
 #: device properties Triton's driver reports (JSON), by the CUDA device's
 #: identity; ``refusal``, a config of an NPU variant BiShengIR refused for
 #: the Unified Buffer (JSON: the bytes required and available), by what
-#: decides its compile (:mod:`ninetoothed_ascend.runtime.refused_configs`).
-MEMO_KINDS = ("environment", "function", "device", "refusal")
+#: decides its compile (:mod:`ninetoothed_ascend.runtime.refused_configs`);
+#: ``stages``, the Linalg text triton-ascend's ``ttir`` and ``ttadapter``
+#: stages made of a kernel and the seconds they took (JSON), by Triton's own
+#: compile key (:func:`ninetoothed_ascend.check.compile_check.compile_stages`).
+MEMO_KINDS = ("environment", "function", "device", "refusal", "stages")
 
 #: Seconds within which a use of an entry does not move its modification
 #: time again: least-recently-used eviction needs no finer order.

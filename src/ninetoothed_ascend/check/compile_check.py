@@ -17,6 +17,8 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
+import json
+import logging
 import math
 import subprocess
 import threading
@@ -29,6 +31,12 @@ from ninetoothed_ascend.compiler.facts import stored_layout
 from ninetoothed_ascend.compiler.npu.ub import fit_unified_buffer as ub_configs
 from ninetoothed_ascend.compiler.npu.ub import model as ub_model
 from ninetoothed_ascend.compiler.syntax import import_aliases
+
+logger = logging.getLogger(__name__)
+
+#: The :data:`~ninetoothed_ascend.cache.MEMO_KINDS` kind the stages' output
+#: is remembered under.
+STAGES_MEMO = "stages"
 
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = bishengir_compiler.DEFAULT_ARCH
@@ -145,9 +153,25 @@ class BiShengIRStage:
 
 
 def compile_stages(
-    jit_function, signature, constants, arch=DEFAULT_ARCH, *, attrs=None, options=None
+    jit_function,
+    signature,
+    constants,
+    arch=DEFAULT_ARCH,
+    *,
+    attrs=None,
+    options=None,
+    cache=None,
 ):
     """Run ``ttir`` and ``ttadapter`` on a ``triton.jit`` function.
+
+    With a ``cache``, what they made is remembered there under the key
+    ``triton.compile`` gives the same compile (Triton's version, the source
+    and its specialization, the backend, the options and the environment
+    variables Triton's cache honours), so a kernel checked again, by
+    another check or another process, is not compiled again: the Linalg
+    text and the seconds of the compile that made it come back. A failure
+    is not remembered. The key does not see a stage replaced in-process
+    (a test's recorder): such a caller passes no cache.
 
     :param jit_function: ``triton.runtime.JITFunction``.
     :param signature: ``dict`` parameter name -> Triton type (``"*fp16"``,
@@ -160,13 +184,15 @@ def compile_stages(
     :param options: ``dict``, the launch's keywords that are not kernel
         parameters (from :func:`launch_arguments`), parsed by the backend as
         ``JITFunction.run`` parses them; ``None`` for none.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` to remember the
+        stages' output in, or ``None`` to compile every time.
     :return: ``(linalg_text, seconds_per_stage)``.
     :raises StageError: naming the stage that failed and the compiler's message.
     """
 
     from triton._C.libtriton import get_cache_invalidating_env_vars, ir
     from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource, make_backend
+    from triton.compiler.compiler import ASTSource, make_backend, triton_key
 
     # Triton 3.2 reads the signature's values in order and ignores its keys.
     ordered = {
@@ -179,11 +205,19 @@ def compile_stages(
     options = backend.parse_options(dict(options or {}))
     source = ASTSource(jit_function, ordered, dict(constants), attrs)
     key = f"{source.hash()}-{backend.hash()}-{options.hash()}"
+    environment = get_cache_invalidating_env_vars()
+    stamp = hashlib.sha256(
+        f"{triton_key()}-{key}-{sorted(environment.items())}".encode()
+    ).hexdigest()
+
+    if cache is not None and (remembered := _recall_stages(cache, stamp)):
+        return remembered
+
     metadata = {
         "hash": hashlib.sha256(key.encode()).hexdigest(),
         "target": target,
         **options.__dict__,
-        **get_cache_invalidating_env_vars(),
+        **environment,
     }
     stages = {}
     backend.add_stages(stages, options)
@@ -225,6 +259,44 @@ def compile_stages(
         # As ``triton.compile`` does, so that a later fork inherits no MLIR thread pool.
         context.disable_multithreading()
 
+    if cache is not None:
+        cache.remember(
+            STAGES_MEMO, stamp, json.dumps({"linalg": linalg, "seconds": seconds})
+        )
+
+    return linalg, seconds
+
+
+def _recall_stages(cache, stamp):
+    """``(linalg, seconds)`` :func:`compile_stages` remembered under ``stamp``, or ``None``; a record of another form is ignored (logged)."""
+
+    text = cache.memo(STAGES_MEMO, stamp)
+
+    if text is None:
+        return None
+
+    try:
+        record = json.loads(text)
+        linalg, seconds = record["linalg"], record["seconds"]
+    except (ValueError, TypeError, KeyError):
+        linalg = seconds = None
+
+    if not (
+        isinstance(linalg, str)
+        and isinstance(seconds, dict)
+        and all(
+            isinstance(stage, str) and type(value) is float
+            for stage, value in seconds.items()
+        )
+    ):
+        logger.warning(
+            "ninetoothed-ascend: ignoring the remembered compile stages %s "
+            "(not a Linalg text and seconds); compiling again",
+            stamp,
+        )
+
+        return None
+
     return linalg, seconds
 
 
@@ -237,6 +309,7 @@ def check_variant(
     configs="launch",
     extremes=None,
     bishengir=None,
+    cache=None,
 ):
     """Compile-check a handle's variant for its autotune configs, with arguments from a real call.
 
@@ -259,6 +332,9 @@ def check_variant(
         :data:`EXTREMES`' order.
     :param bishengir: a :class:`BiShengIRStage` to run the third stage in,
         or ``None`` to stop after ``ttadapter``.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that remembers
+        the ``ttir`` and ``ttadapter`` output (:func:`compile_stages`), or
+        ``None``.
     :return: ``list`` of :class:`CheckResult`, one per config checked.
     :raises StageError: for the first config that fails ``ttir`` or
         ``ttadapter``. A BiShengIR failure is a result, not an error.
@@ -280,7 +356,13 @@ def check_variant(
 
     for config, signature, constants, attrs, options in arguments:
         linalg, seconds = compile_stages(
-            kernel, signature, constants, arch, attrs=attrs, options=options
+            kernel,
+            signature,
+            constants,
+            arch,
+            attrs=attrs,
+            options=options,
+            cache=cache,
         )
         pending = bishengir.submit(linalg, options) if bishengir is not None else None
         compiled.append((config, seconds, linalg, pending))

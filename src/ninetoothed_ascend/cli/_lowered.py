@@ -12,7 +12,7 @@ from ninetoothed_ascend import examples
 RAN = "ran"
 
 
-def run_examples(modules, dtypes, layout, config, directory, timeout, as_json):
+def run_examples(modules, dtypes, layout, config, cache, timeout, as_json):
     """Run every shape case of each example module lowered, fenced, and compare it with torch.
 
     One line per case: kernel, dtype, case, layout, outcome
@@ -22,7 +22,8 @@ def run_examples(modules, dtypes, layout, config, directory, timeout, as_json):
     :param dtypes: ``callable(module)`` -> the ``torch.dtype`` values to run.
     :param layout: ``"contiguous"`` or ``"non-contiguous"``.
     :param config: ``int``, which config the autotuner would try.
-    :param directory: ``pathlib.Path`` of the shared-object cache.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`: the compile
+        stages' output is remembered there, shared objects under ``lowered/``.
     :param timeout: ``float`` seconds per step, or ``None``.
     :param as_json: ``bool``: print nothing per case.
     :return: ``(records, failures)``: ``list`` of ``dict``, and how many cases did not match.
@@ -42,8 +43,9 @@ def run_examples(modules, dtypes, layout, config, directory, timeout, as_json):
                     case,
                     layout=layout,
                     config=config,
-                    directory=directory,
+                    directory=cache.directory / "lowered",
                     timeout=timeout,
+                    cache=cache,
                 )
                 failures += result.outcome != "match"
                 label = " ".join(
@@ -72,7 +74,7 @@ def run_examples(modules, dtypes, layout, config, directory, timeout, as_json):
     return records, failures
 
 
-def run_recorded(checks, layout, config, directory, timeout, as_json):
+def run_recorded(checks, layout, config, cache, timeout, as_json):
     """Run recorded kernels lowered, fenced, with the argument types of their recorded calls.
 
     Faults only: a manifest records argument types and no reference, so the
@@ -84,7 +86,8 @@ def run_recorded(checks, layout, config, directory, timeout, as_json):
     :param checks: ``list`` of ``(label, handle, launch, make_inputs)`` (``check``'s).
     :param layout: ``"contiguous"`` or ``"non-contiguous"`` (:func:`ninetoothed_ascend.examples.noncontiguous`).
     :param config: ``int``, which config the autotuner would try.
-    :param directory: ``pathlib.Path`` of the shared-object cache.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache`: the compile
+        stages' output is remembered there, shared objects under ``lowered/``.
     :param timeout: ``float`` seconds per step, or ``None``.
     :param as_json: ``bool``: print nothing per kernel.
     :return: ``(records, failures)``, as :func:`run_examples`.
@@ -103,7 +106,12 @@ def run_recorded(checks, layout, config, directory, timeout, as_json):
         if layout == "non-contiguous":
             inputs = examples.noncontiguous(inputs)
 
-        runner = handle.lowered(config, directory=directory, timeout=timeout)
+        runner = handle.lowered(
+            config,
+            directory=cache.directory / "lowered",
+            timeout=timeout,
+            cache=cache,
+        )
         start = time.perf_counter()
         outcome, detail = RAN, "not compared: a manifest records no reference"
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.cli._options import (
     cache_dir_option,
     dtype_option,
@@ -185,6 +186,7 @@ def check(
         )
 
     stage = None
+    cache = Cache(resolve_cache_dir(cache_dir))
 
     if bishengir:
         try:
@@ -222,6 +224,7 @@ def check(
                     configs="all" if all_configs else "launch",
                     extremes=extremes,
                     bishengir=stage,
+                    cache=cache,
                 )
             except Exception as error:
                 message = (
@@ -319,18 +322,18 @@ def _run_lowered(
         raise click.ClickException(reason)
 
     layout = "non-contiguous" if non_contiguous else "contiguous"
-    directory = resolve_cache_dir(cache_dir) / "lowered"
+    cache = Cache(resolve_cache_dir(cache_dir))
     records, failures = _lowered.run_examples(
         list(map(examples.load_module, examples.find_modules(paths))),
         lambda module: selected_dtypes(module, dtype_names),
         layout,
         config,
-        directory,
+        cache,
         timeout,
         as_json,
     )
     more, failed = _lowered.run_recorded(
-        cached, layout, config, directory, timeout, as_json
+        cached, layout, config, cache, timeout, as_json
     )
     records, failures = records + more, failures + failed
 
@@ -402,7 +405,6 @@ def _cached_checks(keys, manifest_path, cache_dir):
     """
 
     from ninetoothed_ascend import manifest as manifest_module
-    from ninetoothed_ascend.cache import Cache
     from ninetoothed_ascend.jit import GeneratedSource, VariantMismatchError, rebuild
     from ninetoothed_ascend.jit.fingerprint import environment_key
     from ninetoothed_ascend.warm import compared_variants

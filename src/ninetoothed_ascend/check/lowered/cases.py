@@ -81,6 +81,7 @@ def check_case(
     config=0,
     directory=None,
     timeout=None,
+    cache=None,
 ):
     """Run one case of example ``module`` lowered and compare it with torch.
 
@@ -92,6 +93,8 @@ def check_case(
     :param config: ``int``, which of the configs the autotuner tries to run.
     :param directory: ``pathlib.Path`` of the shared-object cache, or ``None`` (:class:`~.launch.LoweredLaunch`).
     :param timeout: ``float`` seconds per lowering step and per run, or ``None``.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that remembers the
+        compile stages' output (:class:`~.launch.LoweredLaunch`), or ``None``.
     :return: :class:`CaseResult`.
     :raises ValueError: an unknown ``layout``.
     :raises ninetoothed_ascend.check.lowered.tools.ToolsMissing: a program is missing.
@@ -101,7 +104,11 @@ def check_case(
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
 
     runner = launch.LoweredLaunch(
-        module.kernel, config=config, directory=directory, timeout=timeout
+        module.kernel,
+        config=config,
+        directory=directory,
+        timeout=timeout,
+        cache=cache,
     )
     subject = _NonContiguous(module) if layout == "non-contiguous" else module
     start = time.perf_counter()
@@ -166,6 +173,7 @@ def check_module(
     configs="first",
     directory=None,
     timeout=None,
+    cache=None,
 ):
     """Every dtype, shape case and layout of example ``module``, run lowered.
 
@@ -176,6 +184,7 @@ def check_module(
         ``"all"`` (each of them).
     :param directory: ``pathlib.Path`` of the shared-object cache, or ``None``.
     :param timeout: ``float`` seconds per lowering step and per run, or ``None``.
+    :param cache: as :func:`check_case`'s.
     :return: ``list`` of :class:`CaseResult`.
     """
 
@@ -194,6 +203,7 @@ def check_module(
                     layout=layout,
                     directory=directory,
                     timeout=timeout,
+                    cache=cache,
                 )
                 results.append(first)
 
@@ -207,6 +217,7 @@ def check_module(
                             config=index,
                             directory=directory,
                             timeout=timeout,
+                            cache=cache,
                         )
                         for index in range(1, first.configs)
                     )

@@ -65,6 +65,10 @@ class LoweredLaunch:
     :param directory: ``pathlib.Path`` of the directory that caches shared
         objects, or ``None`` for ``lowered/`` in the package's cache directory.
     :param timeout: ``float`` seconds per lowering step and per run, or ``None``.
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` that remembers the
+        ``ttir`` and ``ttadapter`` output
+        (:func:`~ninetoothed_ascend.check.compile_check.compile_stages`), or
+        ``None`` to compile them at every call.
     :raises ninetoothed_ascend.check.lowered.tools.ToolsMissing: a program is missing.
 
     Calling it runs the launch; it raises what the steps raise:
@@ -84,6 +88,7 @@ class LoweredLaunch:
         variant="npu",
         directory=None,
         timeout=None,
+        cache=None,
     ):
         self.handle = handle
         self.config = config
@@ -92,6 +97,7 @@ class LoweredLaunch:
         self.tools = tools_module.find()
         self.directory = directory or cache_module.default_directory() / "lowered"
         self.timeout = timeout
+        self.cache = cache
         self.records = []
 
     def __call__(self, *args, **kwargs):
@@ -113,7 +119,13 @@ class LoweredLaunch:
 
         config, signature, constants, attrs, options = configs[self.config]
         linalg, seconds = compile_check.compile_stages(
-            kernel, signature, constants, self.arch, attrs=attrs, options=options
+            kernel,
+            signature,
+            constants,
+            self.arch,
+            attrs=attrs,
+            options=options,
+            cache=self.cache,
         )
         lowered = lowering.lower(
             linalg, self.directory, self.tools, timeout=self.timeout
