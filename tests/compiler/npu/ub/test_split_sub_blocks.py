@@ -1,11 +1,15 @@
-"""SplitSubBlocks: caller-sized blocks looped over sub-blocks, or refused at the launch (level 1)."""
+"""SplitSubBlocks: caller-sized blocks looped over sub-blocks, or refused at the launch (level 1; one emulated run, level 4)."""
 
 import ast
 
+import ninetoothed.language as ntl
 import pytest
+import torch
 from helpers import rewrite
+from ninetoothed import Tensor
 from ub_helpers import AUTOTUNED
 
+import ninetoothed_ascend
 from ninetoothed_ascend.compiler.npu.ub.split_sub_blocks import SplitSubBlocks
 
 SOFTMAX = """
@@ -100,3 +104,102 @@ def test_split_sub_blocks_guards_the_launch_of_what_it_cannot_split(
         "the 8192-byte Unified Buffer",
     ):
         namespace["launch"](0, 0, 1, 300, 512)
+
+
+#: ntops' pooling, reduced to its form: 1024 windows per program, a block
+#: size the caller fixes (``block_size=1024``), so NineToothed writes it into
+#: the kernel; each window reduced along the other axis.
+POOL = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(p, q, n):
+    pid = tl.program_id(0)
+    lanes = pid * 1024 + tl.arange(0, 1024)
+    window = tl.load(p + lanes[:, None] * 8 + tl.arange(0, 8)[None, :], mask=lanes[:, None] < n, other=float('-inf'))
+    tl.store(q + lanes, tl.max(window, axis=1), mask=lanes < n)
+"""
+
+
+def test_split_sub_blocks_loops_over_a_literal_block_whose_lanes_are_independent(
+    monkeypatch,
+):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
+    source, count = rewrite(SplitSubBlocks, POOL)
+
+    assert count == 1
+    (loop,) = [
+        node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.For)
+    ]
+    assert ast.unparse(loop.iter).startswith("range(0, 1024, ")
+    sub = ast.literal_eval(loop.iter.args[2])
+    assert 1 <= sub < 1024 and sub & (sub - 1) == 0
+    # The whole body runs per sub-block: its lanes, the window load, the store.
+    assert [type(statement) for statement in loop.body] == [ast.Assign] * 2 + [ast.Expr]
+    assert (
+        f"lanes = pid * 1024 + (ninetoothed_sub_block + tl.arange(0, {sub}))" in source
+    )
+    assert "tl.arange(0, 1024)" not in source
+    assert "tl.arange(0, 8)[None, :]" in source
+    assert "tl.max(window, axis=1)" in source
+
+
+@pytest.mark.parametrize(
+    ("original", "replacement"),
+    [
+        ("tl.max(window, axis=1)", "tl.max(window, axis=0)"),
+        (
+            "lanes[:, None] * 8 + tl.arange(0, 8)[None, :]",
+            "lanes[:, None] * 8 + tl.zeros((1024, 8), tl.int32)",
+        ),
+        ("tl.arange(0, 8)[None, :]", "tl.arange(0, 1024)[None, :]"),
+    ],
+    ids=["reduced-along-the-block", "constant-of-the-block-shape", "two-block-axes"],
+)
+def test_split_sub_blocks_leaves_a_literal_block_whose_lanes_depend_on_each_other(
+    monkeypatch, original, replacement
+):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
+    _, count = rewrite(SplitSubBlocks, POOL.replace(original, replacement))
+
+    assert count == 0
+
+
+def _window_max():
+    """The max of each row of 8, 1024 rows per program, arranged as ntops arranges its pooling (``block_size=1024``)."""
+
+    def arrangement(input, output):
+        input_arranged = input.tile((1, 8))
+        input_arranged.dtype = input_arranged.dtype.squeeze(0)
+        input_arranged = input_arranged.tile((1024, -1))
+        input_arranged.dtype = input_arranged.dtype.ravel().squeeze(1)
+        output_arranged = output.tile((1024, -1))
+        output_arranged.dtype = output_arranged.dtype.squeeze(1)
+
+        return input_arranged, output_arranged
+
+    def application(input, output):
+        output = ntl.max(input, axis=1)  # noqa: F841
+
+    return ninetoothed_ascend.make(
+        arrangement,
+        application,
+        (Tensor(2, other=float("-inf")), Tensor(2)),
+        kernel_name="window_max",
+    )
+
+
+def test_a_literal_block_split_into_sub_blocks_matches_torch_emulated(monkeypatch):
+    """Level 4 (CPU interpreter): the NPU variant, its 1024 rows in sub-blocks, against torch, over three programs and a ragged end."""
+
+    # 1024 rows of 8 fp32 do not fit 32 KB by the model.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "32768")
+    handle = _window_max()
+    input = torch.randn(3000, 8)
+    output = torch.empty(3000, 1)
+
+    handle.emulated("cpu")(input, output)
+
+    assert "for ninetoothed_sub_block in range(0, 1024, " in handle.source("npu")
+    assert torch.equal(output[:, 0], input.max(1).values)

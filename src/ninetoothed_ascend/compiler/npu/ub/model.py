@@ -109,6 +109,21 @@ class Footprint:
     layout_flags: frozenset = frozenset()
 
 
+@dataclasses.dataclass(frozen=True)
+class TileTrace:
+    """The tiles of a kernel at one set of constexpr values: which axes it reduces.
+
+    :param shapes: ``frozenset`` of ``tuple`` of ``int``, the shape of every
+        tile an expression of the kernel makes.
+    :param reduced: ``tuple``, for each reduction of a tile in the order the
+        model meets them, the extent of the axis it reduces, or ``None`` for
+        a reduction of the whole tile (or of an axis the model cannot read).
+    """
+
+    shapes: frozenset
+    reduced: tuple
+
+
 class _Tile(typing.NamedTuple):
     # A tuple rather than a frozen dataclass: a footprint makes thousands
     # (flash attention's configs: 25,000), and a tuple is made in a third
@@ -266,6 +281,20 @@ class KernelModel:
 
         return self._footprints[key]
 
+    def trace(self, constexprs, contiguous=False):
+        """:class:`TileTrace` of this kernel for ``constexprs`` (as :meth:`footprint`'s).
+
+        :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
+        """
+
+        model = _Model(self, constexprs, {}, True, contiguous)
+        model.reduced, model.traced_shapes = [], set()
+        # Only a traced model pays for recording each expression's tile.
+        model.expression = model.traced_expression
+        model.run()
+
+        return TileTrace(frozenset(model.traced_shapes), tuple(model.reduced))
+
     def structure(self, node):
         """:func:`~ninetoothed_ascend.compiler.syntax.structure` of ``node``: equal for the same expression written twice."""
 
@@ -333,6 +362,8 @@ class _Model:
         self.elem_sizes = elem_sizes
         self.copies = 2 if multibuffer else 1
         self.contiguous = contiguous
+        # The reduced extents of :meth:`KernelModel.trace`, where tracing.
+        self.reduced = None
 
     def name(self, node):
         return resolve(node, self.aliases)
@@ -475,6 +506,14 @@ class _Model:
         return not self.analysis.calls(node) and self.tiles.keys().isdisjoint(
             self.analysis.names(node)
         )
+
+    def traced_expression(self, node):
+        result = _Model.expression(self, node)
+
+        if result[0] is not None:
+            self.traced_shapes.add(result[0].shape)
+
+        return result
 
     # An expression's (tile or None, bytes used while computing it, bytes of
     # its result that are newly allocated).
@@ -692,6 +731,11 @@ class _Model:
             keep = arguments.get("keep_dims")
             reduced = _reduce(tile, axis, keep)
             out = reduced.bytes if reduced is not None else 0
+
+            if self.reduced is not None and tile is not None:
+                position = _axis_position(tile, axis)
+                self.reduced.append(None if position is None else tile.shape[position])
+
             scratch = math.prod(tile.shape) * REDUCTION_SCRATCH if tile else 0
 
             return reduced, max(used, fresh + out + scratch), out
@@ -1082,6 +1126,21 @@ def _index(tile, index):
     return _Tile(tuple(result + shape), tile.elem, tile.copies)
 
 
+def _axis_position(tile, axis):
+    """The position in ``tile``'s shape of the reduction axis ``axis`` (an expression), or ``None`` for the whole tile or an axis that is not a literal."""
+
+    if axis is None or not tile.shape:
+        return None
+
+    try:
+        # ``axis=-1`` is a negation (``ast.UnaryOp``), not a constant.
+        axis = ast.literal_eval(axis)
+    except ValueError:
+        return None
+
+    return axis % len(tile.shape) if type(axis) is int else None
+
+
 def _reduce(tile, axis, keep):
     if tile is None:
         return None
@@ -1091,16 +1150,11 @@ def _reduce(tile, axis, keep):
     if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
         return _Tile((1,) * len(tile.shape), tile.elem) if keep else None
 
-    try:
-        # ``axis=-1`` is a negation (``ast.UnaryOp``), not a constant.
-        axis = ast.literal_eval(axis)
-    except ValueError:
+    position = _axis_position(tile, axis)
+
+    if position is None:
         return tile
 
-    if not isinstance(axis, int):
-        return tile
-
-    position = axis % len(tile.shape)
     shape = list(tile.shape)
 
     if keep:

@@ -98,11 +98,18 @@ class SplitSubBlocks(Pass):
     block of more than ``S`` lanes with an error that names the limit
     (docs/ub.md lists what cannot be split).
 
+    A block the kernel states as a literal (ntops' pooling, made with
+    ``block_size=1024``), whose lanes the model shows independent (every
+    reduction along another axis), runs in one loop over sub-blocks
+    (:meth:`split_literal`).
+
     :Constraint: the same limit for a block the caller sizes (one row per
         program)
     :Source: triton-ascend guides (`BLOCK_SIZE_SUB`); docs/ub.md
     :Rewrites: above the largest fitting power of two `S`, a loop over `S`-lane
-        sub-blocks, reductions in fp32 multi-pass form; a kernel whose tiles
+        sub-blocks, reductions in fp32 multi-pass form (a literal block
+        whose lanes are independent: the whole body, ntops' max_pool3d
+        2x2x2 fp32 from 626,848 B in BiShengIR to reaching hivmc); a kernel whose tiles
         several caller-given block sizes size gets, in its launch, a call to
         a `runtime.OverflowCheck` made when the module is imported, which
         evaluates the UB model for the
@@ -222,6 +229,7 @@ class SplitSubBlocks(Pass):
     def split(self, kernel, budget):
         constexprs = self.constexpr_parameters(kernel)
         extents = set()
+        literals = set()
         # Found once for the extents and for :meth:`splittable`, neither of
         # which depends on their order.
         calls = find(kernel, ast.Call)
@@ -232,11 +240,16 @@ class SplitSubBlocks(Pass):
 
                 if isinstance(end, ast.Name) and end.id in constexprs:
                     extents.add(end.id)
-                elif not isinstance(end, ast.Constant):
+                elif isinstance(end, ast.Constant) and type(end.value) is int:
+                    literals.add(end.value)
+                else:
                     return
 
         if len(extents) > 1:
             self.launch_checks.append(kernel)
+
+        if not extents:
+            self.split_literal(kernel, literals, calls, budget)
 
         if len(extents) != 1:
             return
@@ -274,8 +287,93 @@ class SplitSubBlocks(Pass):
         kernel.body = [*prefix, ast.If(test, rest, split_body)]
         self.rewrote()
 
-    def splittable(self, calls):
-        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles."""
+    def split_literal(self, kernel, literals, calls, budget):
+        """Split a block whose size the kernel states as a literal (``tl.arange(0, 1024)``), when it overflows the UB.
+
+        ntops' pooling wrappers make their kernels with ``block_size=1024``:
+        NineToothed writes the extent into the kernel, and no launch can
+        choose another (ntops' max_pool3d with a 2x2x2 window in fp32:
+        626,848 B by BiShengIR, 196,608 available). Each of the block's
+        lanes is one output whose window the kernel reduces along another
+        axis, so the lanes are independent: the body runs in a loop over
+        sub-blocks of the largest power of two that fits. Which literal is
+        the block, and that no reduction runs along it, the UB model tells
+        (:meth:`~ninetoothed_ascend.compiler.npu.ub.model.KernelModel.trace`
+        with the extent made a parameter): a reduction along an axis of
+        the block, a tile with two such axes or a constant tile of the
+        block's shape leave the kernel as it is.
+        """
+
+        layout = layout_facts(self.facts, kernel.name)
+
+        try:
+            model = KernelModel(kernel, self.aliases, layout)
+            peak = model.footprint({}, contiguous=True).peak
+        except UnknownSize:
+            return
+
+        if peak <= budget or not self.splittable(calls, along_axes=True):
+            return
+
+        for extent in sorted(literals, reverse=True):
+            named = self.with_named_extent(kernel, extent)
+
+            if named is None:
+                continue
+
+            model = KernelModel(named, self.aliases, layout)
+            # An extent no other tile has: an axis of it is the block's.
+            probe = 2 * max(literals) + 1
+
+            try:
+                trace = model.trace({_EXTENT: probe}, contiguous=True)
+            except UnknownSize:
+                continue
+
+            if probe in trace.reduced or any(
+                shape.count(probe) > 1 for shape in trace.shapes
+            ):
+                continue
+
+            sub = _largest_fitting(named, self.aliases, _EXTENT, budget, layout)
+
+            if not sub or sub >= extent:
+                continue
+
+            splitter = _Splitter(self, extent, sub)
+            first = next(
+                index
+                for index, statement in enumerate(kernel.body)
+                if splitter.depends(statement, set())
+            )
+            split_body = splitter.run(kernel.body[first:])
+
+            if split_body is not None:
+                kernel.body[first:] = split_body
+                self.rewrote()
+
+            return
+
+    def with_named_extent(self, kernel, extent):
+        """A copy of ``kernel`` with ``tl.arange(0, extent)`` ending at :data:`_EXTENT`; ``None`` if ``extent`` is also a literal of a tile's shape (``tl.zeros((1024,))``), which the copy could not follow."""
+
+        named = clone(kernel)
+        lanes = _Splitter(self, extent, None)
+
+        for node in walk(named):
+            if isinstance(node, (ast.Tuple, ast.List)) and any(
+                isinstance(element, ast.Constant) and element.value == extent
+                for element in node.elts
+            ):
+                return None
+
+            if lanes.is_lanes(node):
+                node.args[1] = ast.Name(_EXTENT, ast.Load())
+
+        return named
+
+    def splittable(self, calls, along_axes=False):
+        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles (or, ``along_axes``, also single axes)."""
 
         for call in calls:
             name = self.resolve(call.func) or ""
@@ -286,7 +384,7 @@ class SplitSubBlocks(Pass):
             function = name.removeprefix("triton.language.")
 
             if function in _REDUCTIONS:
-                if len(call.args) > 1 or call.keywords:
+                if not along_axes and (len(call.args) > 1 or call.keywords):
                     return False
             elif function not in _LANEWISE and function not in (
                 "program_id",
@@ -298,6 +396,10 @@ class SplitSubBlocks(Pass):
                 return False
 
         return True
+
+
+#: The name a literal block extent gets while the UB model sizes it.
+_EXTENT = "ninetoothed_ascend_block_extent"
 
 
 def _largest_fitting(kernel, aliases, extent, budget, layout):
@@ -326,9 +428,15 @@ class _Splitter:
         self.count = 0
 
     def is_lanes(self, node):
-        return self.owner.is_call_to(node, "triton.language.arange") and (
-            isinstance(node.args[1], ast.Name) and node.args[1].id == self.extent
-        )
+        if not self.owner.is_call_to(node, "triton.language.arange"):
+            return False
+
+        end = node.args[1]
+
+        if isinstance(self.extent, int):
+            return isinstance(end, ast.Constant) and end.value == self.extent
+
+        return isinstance(end, ast.Name) and end.id == self.extent
 
     def depends(self, node, tiles):
         return any(
@@ -482,9 +590,14 @@ class _Reductions(Transformer):
         name = self.splitter.owner.resolve(call.func) or ""
         function = name.removeprefix("triton.language.")
 
+        # A reduction along one axis is lane by lane along the others
+        # (``split_literal`` made sure none runs along the block).
+        whole = len(call.args) == 1 and not call.keywords
+
         if (
             name.startswith("triton.language.")
             and function in _REDUCTIONS
+            and whole
             and self.splitter.depends(call.args[0], self.tiles)
         ):
             self.found.append(call)
