@@ -61,11 +61,11 @@ def _cases():
 
 
 @pytest.fixture(scope="module")
-def stage():
+def stage(run_cache):
     if bishengir.missing():
         pytest.fail(bishengir.missing())
 
-    with BiShengIRStage(timeout=TIMEOUT) as stage:
+    with BiShengIRStage(timeout=TIMEOUT, cache=run_cache) as stage:
         yield stage
 
 
@@ -218,3 +218,47 @@ def test_every_config_a_launch_with_innermost_strides_of_3_tries_reaches_hivmc(s
     assert all(result.bishengir.outcome == "hivmc" for result in results), [
         (result.config, result.bishengir.ub_required_bytes) for result in results
     ]
+
+
+def test_a_stage_with_a_cache_takes_a_remembered_outcome_but_not_a_timeout(
+    monkeypatch, tmp_path
+):
+    from ninetoothed_ascend.cache import Cache
+    from ninetoothed_ascend.check.compile_check import compile_stages, launch_arguments
+
+    module = shared_example("add")
+    handle = module.kernel
+    kernel, ((_, signature, constants, attrs, options), *_) = launch_arguments(
+        handle.module("npu"), handle, module.launch, module.inputs("cpu"), "npu"
+    )
+    linalg, _ = compile_stages(kernel, signature, constants, attrs=attrs)
+    cache = Cache(tmp_path / "cache")
+
+    with BiShengIRStage(cache=cache) as first:
+        compiled = first.submit(linalg, options).result()
+
+    assert compiled.outcome == "hivmc"
+
+    def compile_linalg(*args, **kwargs):
+        raise AssertionError("bishengir-compile ran")
+
+    monkeypatch.setattr(bishengir, "compile_linalg", compile_linalg)
+
+    with BiShengIRStage(cache=cache) as second:
+        assert second.submit(linalg, options).result() == compiled
+
+    (record,) = (tmp_path / "cache" / "memos" / "bishengir").glob("*")
+    record.write_text('{"outcome": "hivmc"}')
+    monkeypatch.setattr(
+        bishengir,
+        "compile_linalg",
+        lambda *args, **kwargs: bishengir.BiShengIRResult(
+            "timeout", None, None, None, 60.0, "", "Ascend910B1"
+        ),
+    )
+
+    # A damaged record is compiled again; a timeout is not remembered.
+    with BiShengIRStage(cache=cache) as third:
+        assert third.submit(linalg, options).result().outcome == "timeout"
+
+    assert record.read_text() == '{"outcome": "hivmc"}'

@@ -113,8 +113,11 @@ __all__ = [
 #: decides its compile (:mod:`ninetoothed_ascend.runtime.refused_configs`);
 #: ``stages``, the Linalg text triton-ascend's ``ttir`` and ``ttadapter``
 #: stages made of a kernel and the seconds they took (JSON), by Triton's own
-#: compile key (:func:`ninetoothed_ascend.check.compile_check.compile_stages`).
-MEMO_KINDS = ("environment", "function", "device", "refusal", "stages")
+#: compile key (:func:`ninetoothed_ascend.check.compile_check.compile_stages`);
+#: ``bishengir``, the outcome of a ``bishengir-compile`` (JSON), by the
+#: Linalg text, the flags, the SoC and the compiler's version
+#: (:class:`ninetoothed_ascend.check.compile_check.BiShengIRStage`).
+MEMO_KINDS = ("environment", "function", "device", "refusal", "stages", "bishengir")
 
 #: Seconds within which a use of an entry does not move its modification
 #: time again: least-recently-used eviction needs no finer order.

@@ -38,6 +38,10 @@ logger = logging.getLogger(__name__)
 #: is remembered under.
 STAGES_MEMO = "stages"
 
+#: The :data:`~ninetoothed_ascend.cache.MEMO_KINDS` kind BiShengIR's outcomes
+#: are remembered under (:class:`BiShengIRStage`).
+BISHENGIR_MEMO = "bishengir"
+
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = bishengir_compiler.DEFAULT_ARCH
 
@@ -100,8 +104,12 @@ class BiShengIRStage:
     """The BiShengIR stage of a check run: each distinct Linalg text compiled once, up to ``jobs`` at a time.
 
     Identical texts (by sha256) share one compile: configs and dtypes often
-    lower to the same Linalg. A context manager; closing it waits for the
-    compiles in flight.
+    lower to the same Linalg. With a ``cache``, an outcome is remembered
+    there (by the text, the flags, the SoC and ascendnpu-ir's version), and
+    a later stage, in this process or another, takes it instead of
+    compiling; a timeout, which depends on the machine's load, is not
+    remembered. A context manager; closing it waits for the compiles in
+    flight.
 
     :param arch: ``str``, the SoC (see :mod:`ninetoothed_ascend.check.bishengir`).
     :param jobs: ``int`` >= 1, compiles run at once (threads; each compile is
@@ -109,16 +117,27 @@ class BiShengIRStage:
     :param timeout: ``float`` seconds per compile, or ``None``.
     :param memory_report: ``bool``, ask BiShengIR for its UB plan
         (``planned_ub_bytes``).
+    :param cache: :class:`~ninetoothed_ascend.cache.Cache` to remember
+        outcomes in, or ``None``.
     :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
     :raises ninetoothed_ascend.check.bishengir.BiShengIRNotInstalled: ``ascendnpu-ir``
         is missing (its message is the one line to print).
     """
 
-    def __init__(self, arch=DEFAULT_ARCH, *, jobs=1, timeout=None, memory_report=False):
+    def __init__(
+        self,
+        arch=DEFAULT_ARCH,
+        *,
+        jobs=1,
+        timeout=None,
+        memory_report=False,
+        cache=None,
+    ):
         bishengir_compiler.compiler_path(arch)
         self.arch = arch
         self.timeout = timeout
         self.memory_report = memory_report
+        self.cache = cache
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
         self._futures = {}
         self._lock = threading.Lock()
@@ -127,20 +146,67 @@ class BiShengIRStage:
         """Start (or find) the compile of ``linalg`` (``str``) with a launch's ``options`` (``dict``, see :func:`~ninetoothed_ascend.check.bishengir.option_flags`); return a ``concurrent.futures.Future`` of its :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`."""
 
         flags = bishengir_compiler.option_flags(options or {}, self.arch)
-        key = hashlib.sha256(repr((linalg, flags)).encode()).hexdigest()
+        key = hashlib.sha256(
+            repr(
+                (
+                    linalg,
+                    flags,
+                    self.arch,
+                    self.memory_report,
+                    bishengir_compiler.version(),
+                )
+            ).encode()
+        ).hexdigest()
 
         with self._lock:
             if key not in self._futures:
-                self._futures[key] = self._executor.submit(
-                    bishengir_compiler.compile_linalg,
-                    linalg,
-                    self.arch,
-                    options=options,
-                    memory_report=self.memory_report,
-                    timeout=self.timeout,
-                )
+                remembered = self._recall(key)
+
+                if remembered is not None:
+                    self._futures[key] = concurrent.futures.Future()
+                    self._futures[key].set_result(remembered)
+                else:
+                    self._futures[key] = self._executor.submit(
+                        self._compile, key, linalg, options
+                    )
 
             return self._futures[key]
+
+    def _compile(self, key, linalg, options):
+        result = bishengir_compiler.compile_linalg(
+            linalg,
+            self.arch,
+            options=options,
+            memory_report=self.memory_report,
+            timeout=self.timeout,
+        )
+
+        if self.cache is not None and result.outcome != "timeout":
+            self.cache.remember(
+                BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(result))
+            )
+
+        return result
+
+    def _recall(self, key):
+        if self.cache is None or (text := self.cache.memo(BISHENGIR_MEMO, key)) is None:
+            return None
+
+        try:
+            result = bishengir_compiler.BiShengIRResult(**json.loads(text))
+        except (ValueError, TypeError):
+            result = None
+
+        if result is not None and _is_outcome(result):
+            return result
+
+        logger.warning(
+            "ninetoothed-ascend: ignoring the remembered BiShengIR outcome %s "
+            "(not one); compiling again",
+            key,
+        )
+
+        return None
 
     def close(self):
         self._executor.shutdown(wait=True)
@@ -150,6 +216,25 @@ class BiShengIRStage:
 
     def __exit__(self, *exc_info):
         self.close()
+
+
+def _is_outcome(result):
+    """Whether ``result`` (read from a cache) has the types of a :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult` and an outcome other than a timeout."""
+
+    return (
+        result.outcome in ("hivmc", "ub_overflow", "error")
+        and all(
+            value is None or type(value) is int
+            for value in (
+                result.ub_required_bytes,
+                result.ub_available_bytes,
+                result.planned_ub_bytes,
+            )
+        )
+        and type(result.seconds) is float
+        and isinstance(result.message, str)
+        and isinstance(result.arch, str)
+    )
 
 
 def compile_stages(

@@ -190,7 +190,7 @@ def check(
 
     if bishengir:
         try:
-            stage = BiShengIRStage(arch, jobs=jobs, timeout=timeout)
+            stage = BiShengIRStage(arch, jobs=jobs, timeout=timeout, cache=cache)
         except bishengir_module.BiShengIRNotInstalled as error:
             click.echo(str(error), err=as_json)
         except ValueError as error:
