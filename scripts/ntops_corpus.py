@@ -423,6 +423,7 @@ def _launch(document, kernel, results, modules):
                 "config": r["config"],
                 "seconds": r["seconds"],
                 "bishengir": r["bishengir"],
+                "discrete_mem_access": r.get("discrete_mem_access"),
             }
             for r in results
         ],
@@ -456,6 +457,9 @@ def print_sweep_summary(launches, level):
             continue
 
         row["L2 pass"] += 1
+        row["scalar"] += any(
+            config.get("discrete_mem_access") for config in launch["configs"]
+        )
 
         for config in launch["configs"]:
             seconds = config["seconds"]
@@ -480,7 +484,7 @@ def print_sweep_summary(launches, level):
                         f"[bishengir {outcome}] " + _message_group(message)
                     ].append(launch["module"])
 
-    columns = ["launches", "L2 pass", "L2 fail"]
+    columns = ["launches", "L2 pass", "L2 fail", "scalar"]
 
     if level == 3:
         columns += ["configs", "hivmc", "ub_overflow", "error", "timeout"]
@@ -517,8 +521,10 @@ def print_sweep_summary(launches, level):
         )
 
     print(
+        "scalar: launches with an access triton-adapter lowers to a scalar loop "
+        "(DiscreteMemAccess) in some config; `ninetoothed-ascend show` names them.\n"
         "Not reported by `check --json`, so not summarized: the UB model's "
-        "estimate, BiShengIR's planned UB, DiscreteMemAccess counts."
+        "estimate, BiShengIR's planned UB."
     )
 
 

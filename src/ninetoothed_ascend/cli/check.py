@@ -256,6 +256,9 @@ def check(
                     "inputs": inputs_kind,
                     "config": result.config,
                     "seconds": result.seconds,
+                    # Operations triton-adapter lowered to a scalar loop
+                    # (each loop's yield and the accesses in it).
+                    "discrete_mem_access": result.linalg.count("DiscreteMemAccess"),
                     "bishengir": dataclasses.asdict(result.bishengir)
                     if result.bishengir is not None
                     else None,
