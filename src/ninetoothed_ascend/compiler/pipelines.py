@@ -43,6 +43,7 @@ from ninetoothed_ascend.compiler.npu.group_mask_terms import GroupMaskTerms
 from ninetoothed_ascend.compiler.npu.import_standard_modules import (
     ImportStandardModules,
 )
+from ninetoothed_ascend.compiler.npu.inline_lane_ranges import InlineLaneRanges
 from ninetoothed_ascend.compiler.npu.keep_loop_carried_dtype import (
     KeepLoopCarriedDtype,
 )
@@ -83,6 +84,7 @@ from ninetoothed_ascend.compiler.target import Target
 NPU = (
     ImportStandardModules,
     FoldMathConstants,
+    InlineLaneRanges,
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     ScalarizePaddedTileLowerBounds,
