@@ -288,6 +288,17 @@ class GeneratedModule:
 
         return None
 
+    def launch_function(self, call):
+        """The module-level function whose body holds ``call`` (one of :meth:`launches`), or ``None``."""
+
+        for statement in self.host_statements():
+            if isinstance(statement, ast.FunctionDef) and any(
+                node is call for node in syntax.walk(statement)
+            ):
+                return statement
+
+        return None
+
     def insert_before_launch(self, call, statement):
         """Insert ``statement`` (a launch's guard) just before the innermost statement holding ``call``.
 

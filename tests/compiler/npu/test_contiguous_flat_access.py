@@ -2,6 +2,9 @@
 
 import ast
 
+import ninetoothed
+import ninetoothed.language as ntl
+import pytest
 import torch
 from helpers import (
     FLATTENED,
@@ -11,7 +14,9 @@ from helpers import (
     launch_keywords,
     shared_example,
 )
+from ninetoothed import Tensor
 
+import ninetoothed_ascend
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import (
     COLLAPSES,
     FLAG_PREFIX,
@@ -280,3 +285,57 @@ def test_size_expressions_are_evaluated_with_their_operators_only():
     ]
 
     assert isinstance(load.keywords[0].value, ast.IfExp)
+
+
+def _max_of_all_elements():
+    """The max of every element of a 2-D tensor of constexpr shape, flattened into blocks, as ntops' ``max`` without ``dim`` arranges it."""
+
+    def arrangement(input, output, block_size=ninetoothed.block_size()):
+        return input.flatten().tile((block_size,)), output.tile((1,))
+
+    def application(input, output):
+        output[0] = ntl.max(input, 0)
+
+    return ninetoothed_ascend.make(
+        arrangement,
+        application,
+        (
+            Tensor(2, other=float("-inf"), shape_options={"constexpr": True}),
+            Tensor(1),
+        ),
+        kernel_name="max_of_all",
+    )
+
+
+def _launch_max_of_all(kernel, input):
+    output = torch.full((1,), float("-inf"))
+    kernel(input, output)
+
+    return output
+
+
+def test_a_constexpr_shape_the_launch_binds_to_a_name_gets_the_fast_path():
+    """The launch passes a constexpr size through a name (``S = T.size(1)``): the flag still names ``T.size(1)``, and the NPU variant, emulated on the CPU (level 4), matches torch."""
+
+    handle = _max_of_all_elements()
+    input = torch.randn(3, 5)
+
+    assert f"{FLAG_PREFIX}0" in handle.source("npu")
+    # One program: its block covers every element.
+    assert torch.equal(
+        _launch_max_of_all(handle.emulated("cpu"), input), input.max().reshape(1)
+    )
+
+
+@pytest.mark.ascend
+def test_a_constexpr_shape_the_launch_binds_to_a_name_compiles_to_a_dma():
+    """Level 2: a contiguous launch has no scalar access (before, its load was one)."""
+
+    from ninetoothed_ascend.check.compile_check import check_variant
+
+    results = check_variant(
+        _max_of_all_elements(), _launch_max_of_all, torch.randn(3, 5)
+    )
+
+    assert results
+    assert all("DiscreteMemAccess" not in result.linalg for result in results)

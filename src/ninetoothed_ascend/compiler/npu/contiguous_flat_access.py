@@ -139,6 +139,18 @@ class ContiguousFlatAccess(Pass):
 
     def _rewrite_kernel(self, kernel, launch_call):
         arguments = launch_arguments(kernel, launch_call)
+        launcher = self.module.launch_function(launch_call)
+
+        if launcher is not None:
+            # A size the launch binds to a name first (a constexpr shape:
+            # ``S = T.size(1)``, then ``S`` passed) is that size.
+            bound = single_assignments(launcher)
+            arguments = {
+                parameter: bound.get(argument.id, argument)
+                if argument.__class__ is ast.Name
+                else argument
+                for parameter, argument in arguments.items()
+            }
         zeros = _zero_names(kernel)
 
         for call in walk(kernel):
