@@ -84,7 +84,9 @@ class ContiguousFlatAccess(Pass):
     program: pooling outputs tiled ``(1, 1, 1, 1)`` then ``(B, -1)`` add
     ``pid % 1``), ``L`` holding ``arange``, grouped by ``L``; the launch
     passes ``T.stride(k)`` for each ``t`` and ``T.size(k)`` for the
-    divisors. The group is rewritten only when its terms, evaluated on every
+    divisors, directly or through a name the launch function binds once to
+    it (a constexpr shape: ntops' ``max`` over every element, 9 launches
+    from a scalar loop to a DMA). The group is rewritten only when its terms, evaluated on every
     index of every size tuple in ``{1, 2, 3}`` per dimension, are exactly the
     digits (so an address through an index tensor, a permutation, a sliding
     window or any other non-digit form is left as it is: see
