@@ -239,3 +239,26 @@ def test_model_prices_pythons_max_of_two_operands_as_elementwise():
             model(source.replace("FUNCTION", "tl.maximum"), {"B": 1024}).peak
         )
     assert model(source.replace("FUNCTION", "max"), {"B": 1024}).peak > 0
+
+
+def test_model_sizes_a_broadcast_as_a_tile_of_its_shape_and_an_expanded_axis_as_a_view():
+    # ntops' bincount: `broadcast_to(input, (bin_ids.shape[0], input.shape[1]))`
+    # and `expand_dims(bin_ids, 1)`; the broadcasts were priced as their
+    # inputs (8,756 B where BiShengIR needed 198,656).
+    source = """
+    import triton.language as tl
+    def kernel(p, q, r, B: tl.constexpr, T: tl.constexpr):
+        x = tl.load(p + tl.arange(0, T))
+        ids = tl.load(q + tl.arange(0, B))
+        hits = tl.broadcast_to(x, (B, T)) == tl.expand_dims(ids, 1)
+        tl.store(r + tl.arange(0, B), tl.sum(hits.to(tl.float32), axis=1))
+    """
+    sizes = {"B": 1024, "T": 64}
+    peak = model(source, sizes).peak
+    # At least the broadcast (4 bytes) and the comparison (1 byte) of B x T.
+    assert peak >= 1024 * 64 * (4 + 1)
+    # expand_dims allocates nothing: the same peak as the indexed form.
+    assert (
+        peak
+        == model(source.replace("tl.expand_dims(ids, 1)", "ids[:, None]"), sizes).peak
+    )

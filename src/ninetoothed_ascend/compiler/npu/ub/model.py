@@ -700,6 +700,28 @@ class _Model:
 
             return tile, 0, 0
 
+        if function == "broadcast_to" and len(node.args) >= 2:
+            # A new tile of the shape (``linalg.broadcast`` into a buffer of
+            # its own): ntops' bincount broadcasts its input to
+            # ``(block_size, T)``.
+            tile, used, fresh = self.expression(node.args[0])
+            shape = node.args[1] if len(node.args) == 2 else ast.Tuple(node.args[1:])
+            result = _Tile(self.extents(shape), tile.elem if tile else INDEX_ELEM_BYTES)
+
+            return result, max(used, fresh + result.bytes), result.bytes
+
+        if function == "expand_dims" and len(node.args) == 2 and _tile_axis(node):
+            # The same elements with a unit axis: no buffer of its own.
+            tile, used, fresh = self.expression(node.args[0])
+
+            if tile is None:
+                return None, used, fresh
+
+            axis = ast.literal_eval(node.args[1]) % (len(tile.shape) + 1)
+            shape = (*tile.shape[:axis], 1, *tile.shape[axis:])
+
+            return _Tile(shape, tile.elem, tile.copies, tile.stored), used, fresh
+
         if function == "dot":
             a, used_a, fresh_a = self.expression(node.args[0])
             b, used_b, fresh_b = self.expression(node.args[1])
@@ -1073,6 +1095,15 @@ _INTEGER_OPERATORS = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
 }
+
+
+def _tile_axis(call):
+    """Whether ``call``'s second argument is a literal ``int`` axis (``-1`` included)."""
+
+    try:
+        return type(ast.literal_eval(call.args[1])) is int
+    except ValueError:
+        return False
 
 
 def _padded(mask, other):
