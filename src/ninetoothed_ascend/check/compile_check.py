@@ -17,8 +17,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
-import json
-import logging
 import math
 import subprocess
 import threading
@@ -27,20 +25,11 @@ import time
 import torch
 
 from ninetoothed_ascend.check import bishengir as bishengir_compiler
+from ninetoothed_ascend.check import memos
 from ninetoothed_ascend.compiler.facts import stored_layout
 from ninetoothed_ascend.compiler.npu.ub import fit_unified_buffer as ub_configs
 from ninetoothed_ascend.compiler.npu.ub import model as ub_model
 from ninetoothed_ascend.compiler.syntax import import_aliases
-
-logger = logging.getLogger(__name__)
-
-#: The :data:`~ninetoothed_ascend.cache.MEMO_KINDS` kind the stages' output
-#: is remembered under.
-STAGES_MEMO = "stages"
-
-#: The :data:`~ninetoothed_ascend.cache.MEMO_KINDS` kind BiShengIR's outcomes
-#: are remembered under (:class:`BiShengIRStage`).
-BISHENGIR_MEMO = "bishengir"
 
 #: The SoC the check compiles for (Atlas A2).
 DEFAULT_ARCH = bishengir_compiler.DEFAULT_ARCH
@@ -181,32 +170,13 @@ class BiShengIRStage:
             timeout=self.timeout,
         )
 
-        if self.cache is not None and result.outcome != "timeout":
-            self.cache.remember(
-                BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(result))
-            )
+        if self.cache is not None:
+            memos.remember_outcome(self.cache, key, result)
 
         return result
 
     def _recall(self, key):
-        if self.cache is None or (text := self.cache.memo(BISHENGIR_MEMO, key)) is None:
-            return None
-
-        try:
-            result = bishengir_compiler.BiShengIRResult(**json.loads(text))
-        except (ValueError, TypeError):
-            result = None
-
-        if result is not None and _is_outcome(result):
-            return result
-
-        logger.warning(
-            "ninetoothed-ascend: ignoring the remembered BiShengIR outcome %s "
-            "(not one); compiling again",
-            key,
-        )
-
-        return None
+        return memos.recall_outcome(self.cache, key) if self.cache is not None else None
 
     def close(self):
         self._executor.shutdown(wait=True)
@@ -216,25 +186,6 @@ class BiShengIRStage:
 
     def __exit__(self, *exc_info):
         self.close()
-
-
-def _is_outcome(result):
-    """Whether ``result`` (read from a cache) has the types of a :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult` and an outcome other than a timeout."""
-
-    return (
-        result.outcome in ("hivmc", "ub_overflow", "error")
-        and all(
-            value is None or type(value) is int
-            for value in (
-                result.ub_required_bytes,
-                result.ub_available_bytes,
-                result.planned_ub_bytes,
-            )
-        )
-        and type(result.seconds) is float
-        and isinstance(result.message, str)
-        and isinstance(result.arch, str)
-    )
 
 
 def compile_stages(
@@ -295,7 +246,7 @@ def compile_stages(
         f"{triton_key()}-{key}-{sorted(environment.items())}".encode()
     ).hexdigest()
 
-    if cache is not None and (remembered := _recall_stages(cache, stamp)):
+    if cache is not None and (remembered := memos.recall_stages(cache, stamp)):
         return remembered
 
     metadata = {
@@ -345,42 +296,7 @@ def compile_stages(
         context.disable_multithreading()
 
     if cache is not None:
-        cache.remember(
-            STAGES_MEMO, stamp, json.dumps({"linalg": linalg, "seconds": seconds})
-        )
-
-    return linalg, seconds
-
-
-def _recall_stages(cache, stamp):
-    """``(linalg, seconds)`` :func:`compile_stages` remembered under ``stamp``, or ``None``; a record of another form is ignored (logged)."""
-
-    text = cache.memo(STAGES_MEMO, stamp)
-
-    if text is None:
-        return None
-
-    try:
-        record = json.loads(text)
-        linalg, seconds = record["linalg"], record["seconds"]
-    except (ValueError, TypeError, KeyError):
-        linalg = seconds = None
-
-    if not (
-        isinstance(linalg, str)
-        and isinstance(seconds, dict)
-        and all(
-            isinstance(stage, str) and type(value) is float
-            for stage, value in seconds.items()
-        )
-    ):
-        logger.warning(
-            "ninetoothed-ascend: ignoring the remembered compile stages %s "
-            "(not a Linalg text and seconds); compiling again",
-            stamp,
-        )
-
-        return None
+        memos.remember_stages(cache, stamp, linalg, seconds)
 
     return linalg, seconds
 

@@ -70,22 +70,21 @@ class _Accesses(Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
 
-        if self.owner.is_call_to(node, "triton.language.load", "triton.language.store"):
-            if node.args:
-                node.args[0] = self.inline.visit(node.args[0])
+        if not self.owner.is_call_to(
+            node, "triton.language.load", "triton.language.store"
+        ):
+            return node
 
-            for keyword in node.keywords:
-                if keyword.arg in ("pointer", "mask"):
-                    keyword.value = self.inline.visit(keyword.value)
+        # ``load(pointer, mask, ...)``, ``store(pointer, value, mask, ...)``.
+        mask = 2 if self.owner.is_call_to(node, "triton.language.store") else 1
 
-            if len(node.args) > 2 and self.owner.is_call_to(
-                node, "triton.language.store"
-            ):
-                node.args[2] = self.inline.visit(node.args[2])
-            elif len(node.args) > 1 and self.owner.is_call_to(
-                node, "triton.language.load"
-            ):
-                node.args[1] = self.inline.visit(node.args[1])
+        for position in (0, mask):
+            if position < len(node.args):
+                node.args[position] = self.inline.visit(node.args[position])
+
+        for keyword in node.keywords:
+            if keyword.arg in ("pointer", "mask"):
+                keyword.value = self.inline.visit(keyword.value)
 
         return node
 

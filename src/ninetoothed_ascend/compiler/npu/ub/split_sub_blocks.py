@@ -268,13 +268,7 @@ class SplitSubBlocks(Pass):
             return
 
         splitter = _Splitter(self, extent, sub)
-        # The program-id decomposition before the first tile stays outside
-        # the branch (PersistentGrid loops over it).
-        first = next(
-            index
-            for index, statement in enumerate(kernel.body)
-            if splitter.depends(statement, set())
-        )
+        first = splitter.first_tile(kernel.body)
         prefix, rest = kernel.body[:first], kernel.body[first:]
         split_body = splitter.run(rest)
 
@@ -341,11 +335,7 @@ class SplitSubBlocks(Pass):
                 continue
 
             splitter = _Splitter(self, extent, sub)
-            first = next(
-                index
-                for index, statement in enumerate(kernel.body)
-                if splitter.depends(statement, set())
-            )
+            first = splitter.first_tile(kernel.body)
             split_body = splitter.run(kernel.body[first:])
 
             if split_body is not None:
@@ -437,6 +427,15 @@ class _Splitter:
             return isinstance(end, ast.Constant) and end.value == self.extent
 
         return isinstance(end, ast.Name) and end.id == self.extent
+
+    def first_tile(self, body):
+        """The index of the first statement of ``body`` that reads the block's lanes: the program-id decomposition before it stays outside the split (PersistentGrid loops over it)."""
+
+        return next(
+            index
+            for index, statement in enumerate(body)
+            if self.depends(statement, set())
+        )
 
     def depends(self, node, tiles):
         return any(
