@@ -2,11 +2,12 @@
 
 import torch
 
+from ninetoothed_ascend.cache import Cache
 from ninetoothed_ascend.cli import _lowered
 
 
 class _Handle:
-    def lowered(self, config, directory=None, timeout=None):
+    def lowered(self, config, directory=None, timeout=None, cache=None):
         return _Runner()
 
 
@@ -31,7 +32,7 @@ def test_a_kernel_whose_launch_raises_is_reported_and_the_next_runs(tmp_path):
     ]
 
     records, failures = _lowered.run_recorded(
-        checks, "contiguous", 0, tmp_path, None, as_json=True
+        checks, "contiguous", 0, Cache(tmp_path), None, as_json=True
     )
 
     assert failures == 1
