@@ -309,6 +309,9 @@ class SplitSubBlocks(Pass):
         if peak <= budget or not self.splittable(calls, along_axes=True):
             return
 
+        # An extent no other tile has: an axis of it is the block's.
+        probe = 2 * max(literals) + 1
+
         for extent in sorted(literals, reverse=True):
             named = self.with_named_extent(kernel, extent)
 
@@ -316,8 +319,6 @@ class SplitSubBlocks(Pass):
                 continue
 
             model = KernelModel(named, self.aliases, layout)
-            # An extent no other tile has: an axis of it is the block's.
-            probe = 2 * max(literals) + 1
 
             try:
                 trace = model.trace({_EXTENT: probe}, contiguous=True)
