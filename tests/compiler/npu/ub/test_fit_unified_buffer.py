@@ -99,7 +99,8 @@ def test_fit_unified_buffer_names_the_smallest_footprint_when_nothing_fits(
 ):
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8")
 
-    with pytest.raises(RewriteError, match=r"\{'B': 1\}, needs 12 bytes"):
+    # Three buffers of one element: one 32-byte UB block each.
+    with pytest.raises(RewriteError, match=r"\{'B': 1\}, needs 96 bytes"):
         rewrite(FitUnifiedBuffer, AUTOTUNED)
 
 
@@ -163,14 +164,13 @@ def test_fit_unified_buffer_sizes_launch_sizes_below_16_where_16_fits_nowhere(
 ):
     # A pooling window's sides are launch sizes of a few lanes: ntops'
     # max_pool2d states kernel sizes up to 16, and 16 x 16 windows fit no
-    # block size of its bounds. Here 12 * 8 bytes hold B x D = 8: D = 16
-    # fits no B, so smaller D are sized (B = 1 at D = 8, 2 at 4, 8 at 1)
-    # and a launch of D above 8 is refused before compiling.
-    _, tree, tried = fitted_by_head_dim(monkeypatch, 12 * 8)
+    # block size of its bounds. Here 96 bytes hold one row of each of the
+    # three buffers (the load twice, the sum) at D <= 8, one 32-byte UB
+    # block each: D = 16 fits no B, so smaller D are sized (B = 1) and a
+    # launch of D above 8 is refused before compiling.
+    _, tree, tried = fitted_by_head_dim(monkeypatch, 3 * 32)
 
-    assert tried(1) == [8]
-    assert tried(3) == tried(4) == [2]
-    assert tried(8) == [1]
+    assert tried(1) == tried(3) == tried(4) == tried(8) == [1]
     assert tried(16) == []
 
     launch, recorded = recording_launch(tree)

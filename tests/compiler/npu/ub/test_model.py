@@ -147,8 +147,9 @@ def test_model_drops_a_reduced_negative_axis():
 
     # A (B, 4) load, double-buffered, and its (B,) maximum; before, the
     # maximum kept its 4 lanes and the store broadcast it to B x B.
-    # The reduction adds its scratch (2 bytes per lane reduced).
-    assert model(source, {"B": 256}).peak == 256 * 4 * (4 * 2 + 2) + 256 * 4
+    # The reduction adds its scratch (2 bytes per lane reduced); each row of
+    # 4 lanes takes one 32-byte UB block per copy.
+    assert model(source, {"B": 256}).peak == 256 * 32 * 2 + 256 * 4 * 2 + 256 * 4
 
 
 @pytest.mark.parametrize("name", ["flash_attention", "conv2d", "matmul"])
@@ -262,3 +263,62 @@ def test_model_sizes_a_broadcast_as_a_tile_of_its_shape_and_an_expanded_axis_as_
         peak
         == model(source.replace("tl.expand_dims(ids, 1)", "ids[:, None]"), sizes).peak
     )
+
+
+def test_model_pads_each_row_of_a_tile_to_whole_ub_blocks():
+    # BiShengIR plans a (1024, 1) int32 tile as memref<1024x8x1xi32> and a
+    # (1024, 2) fp32 window as 32 bytes per row (ntops' max_pool1d).
+    source = """
+    import triton.language as tl
+    def kernel(p, q, W: tl.constexpr):
+        offsets = tl.arange(0, 1024)[:, None] * W + tl.arange(0, W)[None, :]
+        tl.store(q + offsets, tl.load(p + offsets) + 1)
+    """
+
+    # Two copies of the load and the sum, 32 bytes per row each whatever
+    # the window, until a row holds more than one block.
+    narrow = model(source, {"W": 2}).peak
+    assert narrow >= 3 * 1024 * 32
+    assert model(source, {"W": 8}).peak == narrow
+    assert model(source, {"W": 16}).peak > narrow
+
+
+def test_model_counts_a_where_s_widened_condition():
+    # BiShengIR widens a where's condition to i16 and f16 for the vector
+    # select (ntops' bincount: one 128x128xi16 and one 128x128xf16 per where).
+    source = """
+    import triton.language as tl
+    def kernel(p, q):
+        x = tl.load(p + tl.arange(0, 4096))
+        tl.store(q + tl.arange(0, 4096), OPERATION)
+    """
+    where = model(source.replace("OPERATION", "tl.where(x > 0, x, 0.0)"), {}).peak
+    product = model(source.replace("OPERATION", "(x > 0) * x"), {}).peak
+
+    assert where - product == 4096 * 4
+
+
+ROW_DIGITS = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(p, q, C, L, s0, s1, s2):
+    rows = tl.program_id(0) * 1024 + tl.arange(0, 1024)[:, None]
+    window = tl.arange(0, 2)[None, :]
+    x = tl.load(p + rows // (C * L) * s0 + rows % (C * L) // L * s1 + (rows % L * 2 + window) * s2)
+    tl.store(q + tl.program_id(0) * 1024 + tl.arange(0, 1024), tl.max(x, axis=1))
+"""
+
+
+def test_model_counts_the_row_digits_of_a_window_gather_once_each_while_they_live():
+    # ntops' pooling (block_size=1024): each row's output position is split
+    # into digits on (1024, 1) int32 tiles, 32 bytes per row each in
+    # BiShengIR's plan (max_pool1d, window 2, fp32: 462,944 B in all); the
+    # flat rate of 16 bytes per gathered lane counted 32,768 of them.
+    peak = model(ROW_DIGITS, {}).peak
+    load = 1024 * 2 * 32
+
+    assert peak - load >= 4 * 1024 * 32
+    # `rows % (C * L)` is written twice and computed once.
+    assert peak == model(ROW_DIGITS.replace("rows % L", "rows % (C * L) % L"), {}).peak

@@ -166,6 +166,88 @@ def test_split_sub_blocks_leaves_a_literal_block_whose_lanes_depend_on_each_othe
     assert count == 0
 
 
+def test_split_sub_blocks_takes_libdevice_math_as_lane_by_lane(monkeypatch):
+    # ntops' lp_pool1d raises each window to a power with libdevice's pow.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
+    source = POOL.replace(
+        "import triton.language as tl",
+        "import triton.language as tl\nfrom triton.language.extra.ascend import libdevice",
+    )
+    powered = source.replace("tl.max(window", "tl.sum(libdevice.pow(window, 2.0)")
+    flipped = source.replace("tl.max(window", "tl.max(libdevice.flip(window, 1)")
+
+    assert rewrite(SplitSubBlocks, powered)[1] == 1
+    assert rewrite(SplitSubBlocks, flipped)[1] == 0
+
+
+def _max_pool1d():
+    """A max pool of windows of 2, stride 2, 1024 outputs per program, arranged as ntops' ``max_pool1d`` arranges it (``block_size=1024``)."""
+
+    def arrangement(input, output):
+        input_arranged = input.tile((1, 1, 2), (1, 1, 2))
+        input_arranged = input_arranged.ravel()
+        input_arranged = input_arranged.flatten(end_dim=3).flatten(start_dim=1)
+        input_arranged = input_arranged.tile((1, 2))
+        input_arranged.dtype = input_arranged.dtype.squeeze(0)
+        input_arranged = input_arranged.tile((1024, -1))
+        input_arranged.dtype = input_arranged.dtype.ravel().squeeze(1)
+        output_arranged = output.tile((1, 1, 1)).ravel()
+        output_arranged = output_arranged.flatten(end_dim=3).flatten(start_dim=1)
+        output_arranged = output_arranged.tile((1024, -1))
+        output_arranged.dtype = output_arranged.dtype.squeeze(1)
+
+        return input_arranged, output_arranged
+
+    def application(input, output):
+        output = ntl.max(input, axis=1)  # noqa: F841
+
+    return ninetoothed_ascend.make(
+        arrangement,
+        application,
+        (Tensor(3, other=float("-inf")), Tensor(3)),
+        kernel_name="max_pool1d",
+    )
+
+
+def _pool_inputs():
+    input = torch.randn(2, 3, 1500)
+
+    return input, torch.empty(2, 3, 750)
+
+
+def test_a_window_gather_s_row_digits_split_its_literal_block_emulated():
+    """Level 4 (CPU interpreter): the 1024 rows of ntops' max_pool1d arrangement overflow the UB by their row digits (BiShengIR: 462,944 B at window 2, fp32), so they run in sub-blocks; the result is torch's."""
+
+    handle = _max_pool1d()
+    input, output = _pool_inputs()
+
+    handle.emulated("cpu")(input, output)
+
+    assert "for ninetoothed_sub_block in range(0, 1024, " in handle.source("npu")
+    assert torch.equal(output, torch.nn.functional.max_pool1d(input, 2))
+
+
+@pytest.mark.ascend
+def test_a_window_gather_split_for_its_row_digits_reaches_hivmc():
+    """Level 3: BiShengIR (ascendnpu-ir 1.2.0, Ascend910B1) plans the split kernel within the UB; unsplit it needs 462,944 B."""
+
+    from ninetoothed_ascend.check import bishengir
+    from ninetoothed_ascend.check.compile_check import BiShengIRStage, check_variant
+
+    if bishengir.missing():
+        pytest.fail(bishengir.missing())
+
+    with BiShengIRStage(timeout=120) as stage:
+        (result,) = check_variant(
+            _max_pool1d(),
+            lambda kernel, *inputs: kernel(*inputs),
+            *_pool_inputs(),
+            bishengir=stage,
+        )
+
+    assert result.bishengir.outcome == "hivmc", result.bishengir.message
+
+
 def _window_max():
     """The max of each row of 8, 1024 rows per program, arranged as ntops arranges its pooling (``block_size=1024``)."""
 

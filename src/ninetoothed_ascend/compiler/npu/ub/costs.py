@@ -27,6 +27,16 @@ DTYPE_BYTES = {
 DEFAULT_ELEM_BYTES = 4
 
 
+#: Bytes of one UB block: every UB buffer's innermost axis is padded to whole
+#: blocks ("32-byte alignment for vector code", triton-ascend 3.2.0's
+#: programming guide). Measured (ascendnpu-ir 1.2.0, ``--enable-memory-display``):
+#: ntops' ``max_pool1d`` with ``block_size=1024`` and a window of 2, fp32,
+#: plans its ``(1024, 1)`` row digits as ``memref<1024x8x1xi32>``, its row
+#: masks as ``memref<1024x256x1xi1>`` and its ``(1024, 2)`` windows as
+#: ``memref<1024x8xi32>``: 32 bytes per row each, whatever the dtype.
+UB_BLOCK_BYTES = 32
+
+
 #: UB bytes per element of a strided or gather-like access: one 32-byte block
 #: each, single-buffered (docs/ascend.md, "BiShengIR without an NPU"; ``examples/elementwise/add.py`` fp32 compiled with its
 #: strides not specialized: two ``4096x8xf32`` buffers, 262,144 bytes, at
@@ -67,6 +77,15 @@ GATHER_INDEX_BYTES = 16
 #: select and masks of its two loops being live at once in BiShengIR's plan;
 #: with 8 exactly 196,608 bytes, which the model accepts.
 SELECT_BYTES = 10
+
+
+#: Bytes per lane BiShengIR adds to a ``where`` while it selects: the
+#: condition widened to ``i16`` and then ``f16`` for the vector select.
+#: Measured (``--enable-memory-display``, ascendnpu-ir 1.2.0) on ntops'
+#: bincount, a ``(128, 128)`` block: one ``128x128xi16`` and one
+#: ``128x128xf16`` buffer for each of its two ``where``; BiShengIR needs
+#: 198,656 to 235,552 B, the model without them 168,992.
+WHERE_CONDITION_BYTES = 4
 
 
 #: Bytes per lane of a reduction's scratch buffer: fp32, half the lanes

@@ -64,6 +64,8 @@ from ninetoothed_ascend.compiler.npu.ub.costs import (
     MATH_TEMPORARIES,
     REDUCTION_SCRATCH,
     SELECT_BYTES,
+    UB_BLOCK_BYTES,
+    WHERE_CONDITION_BYTES,
 )
 from ninetoothed_ascend.compiler.npu.ub.liveness import (
     assigned_names,
@@ -140,9 +142,23 @@ class _Tile(typing.NamedTuple):
 
     @property
     def bytes(self):
-        per_element = (self.stored or self.elem) * self.copies + self.extra
+        if not self.shape:
+            return (self.stored or self.elem) * self.copies + self.extra
 
-        return math.prod(self.shape) * per_element
+        # Each buffer's rows (its innermost axis) are whole UB blocks.
+        *outer, inner = self.shape
+        row = _blocks(inner * (self.stored or self.elem)) * self.copies
+
+        if self.extra:
+            row += _blocks(inner * self.extra)
+
+        return math.prod(outer) * row
+
+
+def _blocks(row_bytes):
+    """``row_bytes`` rounded up to whole UB blocks (:data:`UB_BLOCK_BYTES`)."""
+
+    return -(-row_bytes // UB_BLOCK_BYTES) * UB_BLOCK_BYTES
 
 
 def uses_dot(kernel, aliases):
@@ -403,8 +419,11 @@ class _Model:
             # ``load(x) - max(load(x))``.
             self.statement_loads = []
             self.statement_indices = 0
+            self.statement_gathers = []
             used = self.statement(statement)
-            used += self.statement_indices
+            used += max(
+                self.statement_indices, self.index_liveness(self.statement_gathers)
+            )
             totals.append(live + used)
             early = self.early_masks(statement) if loop is not None else 0
 
@@ -571,7 +590,7 @@ class _Model:
 
         return None, 0, 0
 
-    def combine(self, operands, elem=None, result=None, temporaries=0):
+    def combine(self, operands, elem=None, result=None, temporaries=0, scratch=0):
         held = used = 0
         tiles = []
 
@@ -595,8 +614,9 @@ class _Model:
                 result = _Tile(result.shape, max(result.elem, 4))
 
         fresh = result.bytes if result is not None else 0
-        # A math function's temporaries are fp32 tiles of the result's shape.
-        scratch = math.prod(result.shape) * 4 * temporaries if result else 0
+        # A math function's temporaries are fp32 tiles of the result's
+        # shape; ``scratch`` is bytes per lane of the result.
+        scratch = math.prod(result.shape) * (4 * temporaries + scratch) if result else 0
 
         return result, max(used, held + fresh + scratch), fresh
 
@@ -763,6 +783,10 @@ class _Model:
             return reduced, max(used, fresh + out + scratch), out
 
         operands = [*node.args, *(keyword.value for keyword in node.keywords)]
+
+        if function == "where":
+            return self.combine(operands, scratch=WHERE_CONDITION_BYTES)
+
         temporaries = MATH_TEMPORARIES.get(function.rsplit(".", 1)[-1], 0)
 
         return self.combine(operands, temporaries=temporaries)
@@ -823,13 +847,84 @@ class _Model:
         self.layout_flags.update(self.analysis.layout_flags(pointer))
 
     def gather_indices(self, pointer, shape):
-        """Count the index vectors of a gather: an address with a vector ``//`` or ``%`` (:data:`GATHER_INDEX_BYTES`)."""
+        """Count the index vectors of a gather: an address with a vector ``//`` or ``%``.
+
+        BiShengIR computes a statement's gather addresses first, in index
+        buffers that live to the statement's end: at least
+        :data:`GATHER_INDEX_BYTES` per gathered lane, and at most the index
+        values live at once while the addresses are computed
+        (:meth:`index_liveness`), which is more where the digits are
+        computed once per row of a wide tile (a pooling window's).
+        """
 
         if any(
             self.shape_of(node) is not None
             for node in self.analysis.divisions(self.taken(pointer))
         ):
             self.statement_indices += math.prod(shape) * GATHER_INDEX_BYTES
+            self.statement_gathers.append(pointer)
+
+    def index_liveness(self, roots):
+        """The most bytes of index values live at once while the addresses ``roots`` are computed.
+
+        Each distinct value (the same expression written twice is one, as
+        after CSE) is one tile of its shape, ``i32`` or, for a comparison
+        or a mask, ``i1``, padded to whole UB blocks per row
+        (:data:`UB_BLOCK_BYTES`), live from where it is computed to its
+        last use, in the order Python evaluates the expressions. Measured
+        (``--enable-memory-display``, ascendnpu-ir 1.2.0): ntops'
+        ``max_pool1d`` (``block_size=1024``, window 2, fp32) computes its
+        row digits on ``(1024, 1)`` tiles, ``memref<1024x8x1xi32>`` and
+        ``memref<1024x256x1xi1>`` buffers, 462,944 B in all; this counts
+        360,608 B of them, the rule before it 32,768.
+        """
+
+        first, last, size = {}, {}, {}
+        position = 0
+
+        def visit(node):
+            nonlocal position
+            node = self.taken(node)
+            tile = self.shape_of(node)
+
+            if tile is None or not tile.shape:
+                return None
+
+            key = self.analysis.structure(node)
+
+            if key in first:
+                return key
+
+            children = [
+                visit(child)
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, ast.expr)
+            ]
+            position += 1
+
+            for child in children:
+                if child is not None:
+                    last[child] = position
+
+            first[key] = last[key] = position
+            boolean = isinstance(node, ast.Compare) or (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, (ast.BitAnd, ast.BitOr))
+            )
+            size[key] = _Tile(tile.shape, 1 if boolean else INDEX_ELEM_BYTES).bytes
+
+            return key
+
+        for root in roots:
+            visit(root)
+
+        return max(
+            (
+                sum(size[key] for key in first if first[key] <= at <= last[key])
+                for at in range(1, position + 1)
+            ),
+            default=0,
+        )
 
     def discrete(self, pointer, shape):
         """Whether an access at ``pointer`` (of tile ``shape``) is strided or gather-like on its innermost axis.

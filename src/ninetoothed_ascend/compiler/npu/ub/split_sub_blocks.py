@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.facts import layout_facts
 from ninetoothed_ascend.compiler.generated import launch_arguments
+from ninetoothed_ascend.compiler.libdevice_table import ASCEND_FUNCTIONS
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
@@ -12,6 +13,10 @@ from ninetoothed_ascend.compiler.syntax import (
     find,
     insert_after_imports,
     walk,
+)
+from ninetoothed_ascend.compiler.target import (
+    LIBDEVICE_AFTER_3_2,
+    LIBDEVICE_UP_TO_3_2,
 )
 
 #: Sub-blocks are powers of two no larger than this.
@@ -52,6 +57,16 @@ _LANEWISE = {
     "fdiv",
     "div_rn",
 }
+
+#: triton-ascend's libdevice functions that act lane by lane: those with an
+#: elementwise portable meaning (``pow``, ``acosh``; not its data-movement
+#: intrinsics or ``flip``).
+_LANEWISE_LIBDEVICE = frozenset(
+    f"{package}.libdevice.{name}"
+    for package in (LIBDEVICE_AFTER_3_2, LIBDEVICE_UP_TO_3_2)
+    for name, function in ASCEND_FUNCTIONS.items()
+    if function.portable is not None
+)
 
 
 class SplitSubBlocks(Pass):
@@ -368,6 +383,9 @@ class SplitSubBlocks(Pass):
 
         for call in calls:
             name = self.resolve(call.func) or ""
+
+            if name in _LANEWISE_LIBDEVICE:
+                continue
 
             if not name.startswith("triton.language."):
                 continue
