@@ -36,10 +36,10 @@ is split until the launch that fails it is found; that launch is reported
 with the process's error. ``--json`` writes every launch's results (after
 each process, so a long sweep can be read while it runs).
 
-``check --json`` reports neither the UB model's estimate nor BiShengIR's
-planned UB (only the bytes required on an overflow), nor the number of
-``DiscreteMemAccess`` (scalar element accesses) in the ``ttadapter`` output;
-the summary has no columns for them.
+``check --json`` reports each config's ``DiscreteMemAccess`` count (the
+``scalar`` column), but neither the UB model's estimate nor BiShengIR's
+planned UB (only the bytes required on an overflow); the summary has no
+columns for those.
 """
 
 import argparse
@@ -401,7 +401,16 @@ def _result_groups(stdout):
 
 
 def _launch(document, kernel, results, modules):
-    error = next((r["error"] for r in results if "error" in r), None)
+    # ``check`` reports a kernel it could not check as ``error``, or, one it
+    # could not build from the manifest, as ``failed`` or ``skipped``.
+    error = next(
+        (
+            r.get("error") or r.get("failed") or r.get("skipped")
+            for r in results
+            if "config" not in r
+        ),
+        None,
+    )
     call = kernel["calls"][0]
 
     return {

@@ -95,97 +95,20 @@ def test_record_holds_each_launch_once_with_its_dtype_and_keeps_those_whose_cpu_
     assert failure["cases"] == [f"float16 {ndim}-D" for ndim in (1, 2, 3, 4)]
 
 
-def sweep(directory, out, *options):
-    """Run ``sweep`` over ``directory`` in this (triton-ascend) environment; return its JSON."""
-
-    command = [sys.executable, str(SCRIPT), "sweep", str(directory), "--json", str(out)]
-    completed = subprocess.run(
-        command + ["--python", sys.executable, *options],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-
-    return json.loads(out.read_text())
-
-
-def failure_groups(launches):
-    """``{message: sorted ntops modules}`` of the launches that failed ``ttir`` or ``ttadapter``."""
-
-    groups = collections.defaultdict(set)
-
-    for launch in launches:
-        if launch["error"]:
-            groups[ntops_corpus._message_group(launch["error"])].add(launch["module"])
-
-    return {message: sorted(modules) for message, modules in groups.items()}
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """Every ntops launch, recorded with ``.venv`` (CUDA Triton: the CPU variant runs on its interpreter)."""
-
-    python = ROOT / ".venv" / "bin" / "python"
-
-    if not python.exists():
-        pytest.skip(
-            f"recording runs the CPU variant on CUDA Triton's interpreter, with {python} "
-            "(scripts/setup-env.sh cuda builds it)"
-        )
-
-    directory = tmp_path_factory.mktemp("ntops") / "manifests"
-
-    return directory, record(directory, python=python)
-
-
-#: The configs of ntops' launches that do not reach BiShengIR's ``hivmc``
-#: step yet: module -> (outcome, why).
-KNOWN_FAILURES = {
-    "bincount": (
-        "ub_overflow",
-        "at 100 inputs the window axis is 128 lanes, as the literal block is: "
-        "SplitSubBlocks cannot tell the block's literal from the window's, and "
-        "the UB model sizes the int64 input at 4 bytes",
-    ),
-    "softmax": (
-        "error",
-        "fp64: BiShengIR 1.2.0 has no f32 -> f64 extension "
-        '("unsupported datatype for arith::ExtFOp to hfusion")',
-    ),
-    "acosh": (
-        "error",
-        "fp64: BiShengIR 1.2.0 has no f64 -> f32 truncation "
-        '("unsupported datatype for arith::TruncFOp to hfusion")',
-    ),
-    "atan": ("error", "fp64, as acosh"),
-}
-
-
-@pytest.mark.ascend
-@needs_ntops
-def test_every_ntops_launch_passes_level_2_and_its_extreme_configs_reach_hivmc(
-    corpus, tmp_path
-):
-    """Levels 2 and 3 over ntops' whole corpus: every launch through ``ttir`` and ``ttadapter``, and its smallest and largest config by the UB model through BiShengIR (ascendnpu-ir 1.2.0) to ``hivmc``, but for :data:`KNOWN_FAILURES`."""
-
-    directory, summary = corpus
-    result = sweep(
-        directory,
-        tmp_path / "sweep.json",
-        *("--level", "3", "--configs", "extremes", "--jobs", "2", "--timeout", "300"),
-    )
-    launches = result["launches"]
-    failed = collections.defaultdict(set)
-
-    for launch in launches:
-        for config in launch["configs"]:
-            if config["bishengir"]["outcome"] != "hivmc":
-                failed[launch["module"]].add(config["bishengir"]["outcome"])
-
-    assert result["complete"]
-    assert len(launches) == summary["launches"] > 900
-    assert failure_groups(launches) == {}
-    assert dict(failed) == {
-        module: {outcome} for module, (outcome, _) in KNOWN_FAILURES.items()
+def test_sweep_reports_a_kernel_check_could_not_build_as_the_launch_s_error():
+    # ``check --json`` reports such a kernel as ``{"kernel": ..., "failed":
+    # why}``, with no config: the sweep failed on it with a KeyError.
+    kernel = {
+        "key": "0" * 64,
+        "origin": {"application": "ntops.kernels.add:application"},
+        "calls": [{"args": [{"dtype": "float32", "tensor": [4], "stride": [1]}]}],
     }
+    results = [{"kernel": "application 000000000000", "failed": "cannot be built"}]
+
+    launch = ntops_corpus._launch({}, kernel, results, None)
+
+    assert (launch["module"], launch["error"], launch["configs"]) == (
+        "add",
+        "cannot be built",
+        [],
+    )

@@ -181,32 +181,16 @@ def test_split_sub_blocks_takes_libdevice_math_as_lane_by_lane(monkeypatch):
 
 
 def _max_pool1d():
-    """A max pool of windows of 2, stride 2, 1024 outputs per program, arranged as ntops' ``max_pool1d`` arranges it (``block_size=1024``)."""
+    """A max pool of windows of 2, stride 2, arranged as ntops' ``max_pool1d`` arranges it (``block_size=1024``)."""
 
-    def arrangement(input, output):
-        input_arranged = input.tile((1, 1, 2), (1, 1, 2))
-        input_arranged = input_arranged.ravel()
-        input_arranged = input_arranged.flatten(end_dim=3).flatten(start_dim=1)
-        input_arranged = input_arranged.tile((1, 2))
-        input_arranged.dtype = input_arranged.dtype.squeeze(0)
-        input_arranged = input_arranged.tile((1024, -1))
-        input_arranged.dtype = input_arranged.dtype.ravel().squeeze(1)
-        output_arranged = output.tile((1, 1, 1)).ravel()
-        output_arranged = output_arranged.flatten(end_dim=3).flatten(start_dim=1)
-        output_arranged = output_arranged.tile((1024, -1))
-        output_arranged.dtype = output_arranged.dtype.squeeze(1)
+    def rows(input, output):
+        windows = input.tile((1, 1, 2), (1, 1, 2)).ravel()
+        windows = windows.flatten(end_dim=3).flatten(start_dim=1).tile((1, 2))
+        outputs = output.tile((1, 1, 1)).ravel()
 
-        return input_arranged, output_arranged
+        return windows, outputs.flatten(end_dim=3).flatten(start_dim=1)
 
-    def application(input, output):
-        output = ntl.max(input, axis=1)  # noqa: F841
-
-    return ninetoothed_ascend.make(
-        arrangement,
-        application,
-        (Tensor(3, other=float("-inf")), Tensor(3)),
-        kernel_name="max_pool1d",
-    )
+    return _max_of_rows(rows, 3, "max_pool1d")
 
 
 def _pool_inputs():
@@ -249,14 +233,22 @@ def test_a_window_gather_split_for_its_row_digits_reaches_hivmc():
 
 
 def _window_max():
-    """The max of each row of 8, 1024 rows per program, arranged as ntops arranges its pooling (``block_size=1024``)."""
+    """The max of each row of 8 (``block_size=1024``)."""
+
+    return _max_of_rows(
+        lambda input, output: (input.tile((1, 8)), output), 2, "window_max"
+    )
+
+
+def _max_of_rows(rows, ndim, kernel_name):
+    """The max of each window, 1024 windows per program, arranged as ntops arranges its pooling: ``rows(input, output)`` gives the windows, one ``(1, W)`` tile a row, and the outputs, one a row."""
 
     def arrangement(input, output):
-        input_arranged = input.tile((1, 8))
+        input_arranged, output_arranged = rows(input, output)
         input_arranged.dtype = input_arranged.dtype.squeeze(0)
         input_arranged = input_arranged.tile((1024, -1))
         input_arranged.dtype = input_arranged.dtype.ravel().squeeze(1)
-        output_arranged = output.tile((1024, -1))
+        output_arranged = output_arranged.tile((1024, -1))
         output_arranged.dtype = output_arranged.dtype.squeeze(1)
 
         return input_arranged, output_arranged
@@ -267,8 +259,8 @@ def _window_max():
     return ninetoothed_ascend.make(
         arrangement,
         application,
-        (Tensor(2, other=float("-inf")), Tensor(2)),
-        kernel_name="window_max",
+        (Tensor(ndim, other=float("-inf")), Tensor(ndim)),
+        kernel_name=kernel_name,
     )
 
 

@@ -19,6 +19,10 @@ The model (docs/ub.md has the derivation and its measured error):
 * pointer and mask arithmetic is not counted: triton-adapter's pointer and
   mask analyses turn structured offsets and masks into strided copies and
   sub-views (seen in its Linalg output: only ``memref.alloc`` for loads);
+  but a gather's address, which they cannot analyse, holds index buffers
+  (:meth:`_Model.gather_indices`);
+* each tile's rows (its innermost axis) take whole 32-byte UB blocks
+  (:data:`~ninetoothed_ascend.compiler.npu.ub.costs.UB_BLOCK_BYTES`);
 * element sizes: a load has the size of its tensor's dtype (``elem_sizes``;
   default 4 bytes, which bounds fp16, bf16 and fp32 from above, since the
   dtypes are not known when the variant is generated); a cast has its
@@ -850,11 +854,11 @@ class _Model:
         """Count the index vectors of a gather: an address with a vector ``//`` or ``%``.
 
         BiShengIR computes a statement's gather addresses first, in index
-        buffers that live to the statement's end: at least
-        :data:`GATHER_INDEX_BYTES` per gathered lane, and at most the index
-        values live at once while the addresses are computed
-        (:meth:`index_liveness`), which is more where the digits are
-        computed once per row of a wide tile (a pooling window's).
+        buffers that live to the statement's end. The statement counts the
+        larger of :data:`GATHER_INDEX_BYTES` per gathered lane and the index
+        values live at once while its gather addresses are computed
+        (:meth:`index_liveness`), the larger where the digits are computed
+        once per row of a wide tile (a pooling window's).
         """
 
         if any(
@@ -880,6 +884,7 @@ class _Model:
         """
 
         first, last, size = {}, {}, {}
+        booleans = set()
         position = 0
 
         def visit(node):
@@ -907,11 +912,17 @@ class _Model:
                     last[child] = position
 
             first[key] = last[key] = position
-            boolean = isinstance(node, ast.Compare) or (
+
+            # A comparison, or ``&``/``|`` of comparisons: a mask.
+            if isinstance(node, ast.Compare) or (
                 isinstance(node, ast.BinOp)
                 and isinstance(node.op, (ast.BitAnd, ast.BitOr))
-            )
-            size[key] = _Tile(tile.shape, 1 if boolean else INDEX_ELEM_BYTES).bytes
+                and all(child is None or child in booleans for child in children)
+            ):
+                booleans.add(key)
+
+            elem = 1 if key in booleans else INDEX_ELEM_BYTES
+            size[key] = _Tile(tile.shape, elem).bytes
 
             return key
 
