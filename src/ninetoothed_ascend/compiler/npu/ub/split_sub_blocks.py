@@ -5,6 +5,7 @@ import ast
 from ninetoothed_ascend.compiler.facts import layout_facts
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.libdevice_table import ASCEND_FUNCTIONS
+from ninetoothed_ascend.compiler.npu.remap_libdevice import ASCEND_LIBDEVICE_MODULES
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
@@ -13,10 +14,6 @@ from ninetoothed_ascend.compiler.syntax import (
     find,
     insert_after_imports,
     walk,
-)
-from ninetoothed_ascend.compiler.target import (
-    LIBDEVICE_AFTER_3_2,
-    LIBDEVICE_UP_TO_3_2,
 )
 
 #: Sub-blocks are powers of two no larger than this.
@@ -63,7 +60,7 @@ _LANEWISE = {
 #: intrinsics or ``flip``).
 _LANEWISE_LIBDEVICE = frozenset(
     f"{package}.libdevice.{name}"
-    for package in (LIBDEVICE_AFTER_3_2, LIBDEVICE_UP_TO_3_2)
+    for package in ASCEND_LIBDEVICE_MODULES
     for name, function in ASCEND_FUNCTIONS.items()
     if function.portable is not None
 )
