@@ -20,6 +20,9 @@ from ninetoothed_ascend.compiler.emulation.boolean_mask_data import BooleanMaskD
 from ninetoothed_ascend.compiler.emulation.drop_ascend_launch_options import (
     DropAscendLaunchOptions,
 )
+from ninetoothed_ascend.compiler.emulation.drop_software_pipelining import (
+    DropSoftwarePipelining,
+)
 from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cpu import EmulateHf32OnCpu
 from ninetoothed_ascend.compiler.emulation.emulate_hf32_on_cuda import EmulateHf32OnCuda
 from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cpu import (
@@ -139,6 +142,7 @@ EMULATIONS = {
         EmulateLibdeviceOnCuda,
         EmulateHf32OnCuda,
         DropAscendLaunchOptions,
+        DropSoftwarePipelining,
         RejectAscendOnly,
     ),
     "cpu": (
