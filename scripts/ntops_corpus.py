@@ -37,9 +37,13 @@ with the process's error. ``--json`` writes every launch's results (after
 each process, so a long sweep can be read while it runs).
 
 ``check --json`` reports each config's ``DiscreteMemAccess`` count (the
-``scalar`` column), but neither the UB model's estimate nor BiShengIR's
-planned UB (only the bytes required on an overflow); the summary has no
-columns for those.
+``scalar`` column) and the UB model's bytes; at level 3 the sweep asks
+BiShengIR for its UB plan too (``check --memory-report``). The summary counts
+the launches the NPU variant refuses before anything compiles (``refused``:
+its tiles overflow the UB by the model and cannot be split), the UB model's
+under-estimates (a config the model fits that BiShengIR overflows) and the
+quartiles of the model's bytes over BiShengIR's (planned where it reaches
+``hivmc``, required where it overflows).
 """
 
 import argparse
@@ -50,6 +54,7 @@ import os
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -268,8 +273,11 @@ class Sweep:
 
         if options.level == 2:
             command.append("--no-bishengir")
-        elif options.timeout:
-            command += ["--timeout", str(options.timeout)]
+        else:
+            command.append("--memory-report")
+
+            if options.timeout:
+                command += ["--timeout", str(options.timeout)]
 
         if options.configs == "extremes":
             command += ["--extremes", "bytes"]
@@ -402,12 +410,15 @@ def _result_groups(stdout):
 
 def _launch(document, kernel, results, modules):
     # ``check`` reports a kernel it could not check as ``error``, or, one it
-    # could not build from the manifest, as ``failed`` or ``skipped``.
+    # could not build from the manifest, as ``failed`` or ``skipped``; a
+    # launch the NPU variant refuses before compiling, as ``refused``.
+    unchecked = [r for r in results if "config" not in r]
+    refused = next((r["refused"] for r in unchecked if "refused" in r), None)
     error = next(
         (
             r.get("error") or r.get("failed") or r.get("skipped")
-            for r in results
-            if "config" not in r
+            for r in unchecked
+            if "refused" not in r
         ),
         None,
     )
@@ -425,14 +436,16 @@ def _launch(document, kernel, results, modules):
             for a in call["args"]
         ],
         "error": error,
+        "refused": refused,
         "configs": []
-        if error
+        if error or refused
         else [
             {
                 "config": r["config"],
                 "seconds": r["seconds"],
                 "bishengir": r["bishengir"],
                 "discrete_mem_access": r.get("discrete_mem_access"),
+                "ub_model_bytes": r.get("ub_model_bytes"),
             }
             for r in results
         ],
@@ -455,10 +468,18 @@ def print_sweep_summary(launches, level):
     longest = collections.defaultdict(float)
     needed = collections.Counter()
     failures = collections.defaultdict(list)
+    ratios = []
 
     for launch in launches:
         row = rows[launch["module"]]
         row["launches"] += 1
+
+        if launch.get("refused"):
+            row["refused"] += 1
+            failures["[refused] " + _message_group(launch["refused"])].append(
+                launch["module"]
+            )
+            continue
 
         if launch["error"]:
             row["L2 fail"] += 1
@@ -481,11 +502,24 @@ def print_sweep_summary(launches, level):
             )
 
             if level == 3:
-                outcome = (config["bishengir"] or {}).get("outcome", "none")
+                compiled = config["bishengir"] or {}
+                outcome = compiled.get("outcome", "none")
                 row["configs"] += 1
                 row[outcome] += 1
-                required = (config["bishengir"] or {}).get("ub_required_bytes") or 0
+                required = compiled.get("ub_required_bytes") or 0
                 needed[launch["module"]] = max(needed[launch["module"]], required)
+                model = config.get("ub_model_bytes")
+                planned = required or compiled.get("planned_ub_bytes")
+
+                if model is None:
+                    row["unsized"] += 1
+                elif planned:
+                    ratios.append(model / planned)
+
+                if outcome == "ub_overflow" and (
+                    model is None or model <= compiled.get("ub_available_bytes")
+                ):
+                    row["under"] += 1
 
                 if outcome in ("error", "timeout"):
                     message = config["bishengir"]["message"] or outcome
@@ -493,10 +527,10 @@ def print_sweep_summary(launches, level):
                         f"[bishengir {outcome}] " + _message_group(message)
                     ].append(launch["module"])
 
-    columns = ["launches", "L2 pass", "L2 fail", "scalar"]
+    columns = ["launches", "refused", "L2 pass", "L2 fail", "scalar"]
 
     if level == 3:
-        columns += ["configs", "hivmc", "ub_overflow", "error", "timeout"]
+        columns += ["configs", "hivmc", "ub_overflow", "under", "error", "timeout"]
 
     title = "longest BiShengIR s" if level == 3 else "longest ttir+ttadapter s"
     title += "  largest UB overflow B" if level == 3 else ""
@@ -514,8 +548,12 @@ def print_sweep_summary(launches, level):
 
     print(f"{'total':<30}" + "".join(f"{total[c]:>12}" for c in columns))
     print(
-        f"\nL2: {total['L2 pass']}/{total['launches']} launches pass ttir and ttadapter"
+        f"\nL2: {total['L2 pass']}/{total['launches']} launches pass ttir and "
+        f"ttadapter; {total['refused']} refused before compiling"
     )
+
+    if level == 3:
+        print(_ratio_line(ratios, total["unsized"]))
 
     for message, modules in sorted(failures.items(), key=lambda item: -len(item[1])):
         counts = ", ".join(
@@ -525,15 +563,29 @@ def print_sweep_summary(launches, level):
 
     if level == 3:
         print(
-            "\nThe configs tried are those FitUnifiedBuffer's UB model lets "
-            "through: where it sized them, a UB overflow is its under-estimate."
+            "\nunder: configs BiShengIR overflows whose UB model bytes fit "
+            "(or that the model cannot size)."
         )
 
     print(
+        "refused: launches the NPU variant refuses before anything compiles "
+        "(UnifiedBufferOverflowError).\n"
         "scalar: launches with an access triton-adapter lowers to a scalar loop "
-        "(DiscreteMemAccess) in some config; `ninetoothed-ascend show` names them.\n"
-        "Not reported by `check --json`, so not summarized: the UB model's "
-        "estimate, BiShengIR's planned UB."
+        "(DiscreteMemAccess) in some config; `ninetoothed-ascend show` names them."
+    )
+
+
+def _ratio_line(ratios, unsized):
+    if not ratios:
+        return f"UB model / BiShengIR: no config with both; {unsized} the model cannot size"
+
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+
+    return (
+        f"UB model / BiShengIR (planned, or required on an overflow) over "
+        f"{len(ratios)} configs: min {min(ratios):.2f}, quartiles "
+        + ", ".join(f"{q:.2f}" for q in quartiles)
+        + f", max {max(ratios):.2f}; {unsized} configs the model cannot size"
     )
 
 

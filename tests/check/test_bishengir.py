@@ -175,12 +175,29 @@ def test_check_reports_each_config_and_the_seconds_of_each_stage():
     assert "1 kernels, 0 failures" in result.output
 
     as_json = CliRunner().invoke(
-        main, ["check", add, "--dtype", "float32", "--extremes", "block", "--json"]
+        main,
+        [
+            "check",
+            add,
+            "--dtype",
+            "float32",
+            "--extremes",
+            "block",
+            "--memory-report",
+            "--json",
+        ],
     )
     report = json.loads(as_json.output)
+    smallest, largest = report["results"]
 
     assert [row["bishengir"]["outcome"] for row in report["results"]] == ["hivmc"] * 2
     assert report["ascendnpu_ir"] == bishengir.version()
+    # The model's bytes and BiShengIR's plan, each growing with the block.
+    assert 0 < smallest["ub_model_bytes"] < largest["ub_model_bytes"]
+    assert 0 < (
+        smallest["bishengir"]["planned_ub_bytes"]
+        < largest["bishengir"]["planned_ub_bytes"]
+    )
 
 
 def test_without_ascendnpu_ir_check_says_once_how_to_install_it(monkeypatch):

@@ -112,3 +112,29 @@ def test_sweep_reports_a_kernel_check_could_not_build_as_the_launch_s_error():
         "cannot be built",
         [],
     )
+
+
+def test_sweep_counts_a_launch_the_npu_variant_refuses_apart_from_failures(capsys):
+    kernel = {
+        "key": "0" * 64,
+        "origin": {"application": "ntops.kernels.bincount:application"},
+        "calls": [{"args": [{"dtype": "int32", "tensor": [100], "stride": [1]}]}],
+    }
+    refusal = "kernel `application` (NPU variant) cannot run this launch on Ascend"
+    results = [{"kernel": "application 000000000000", "refused": refusal}]
+
+    launch = ntops_corpus._launch({}, kernel, results, None)
+
+    assert (launch["module"], launch["refused"], launch["error"]) == (
+        "bincount",
+        refusal,
+        None,
+    )
+
+    ntops_corpus.print_sweep_summary([launch], 3)
+    printed = capsys.readouterr().out
+
+    assert "L2: 0/1 launches pass ttir and ttadapter; 1 refused before compiling" in (
+        printed
+    )
+    assert f"1  [refused] {refusal}" in printed

@@ -81,12 +81,16 @@ class CheckResult:
     :param linalg: the ``ttadapter`` output (MLIR text).
     :param bishengir: :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`,
         or ``None`` where the BiShengIR stage did not run.
+    :param ub_model_bytes: ``int``, the UB model's peak for this config's
+        constants, in bytes (:func:`~ninetoothed_ascend.compiler.npu.ub.model.footprint`),
+        or ``None`` where the model cannot size the kernel's tiles.
     """
 
     config: dict
     seconds: dict
     linalg: str
     bishengir: bishengir_compiler.BiShengIRResult | None = None
+    ub_model_bytes: int | None = None
 
 
 class BiShengIRStage:
@@ -345,13 +349,14 @@ def check_variant(
         handle.module(variant), handle, launch, inputs, variant, arch, configs=configs
     )
 
+    model = _UnifiedBufferModel(
+        handle.source(variant),
+        handle.kernel_name,
+        handle.entry.variants[variant].facts,
+    )
+
     if extremes is not None:
-        arguments = _extremes(
-            handle.source(variant),
-            arguments,
-            extremes,
-            handle.entry.variants[variant].facts,
-        )
+        arguments = _extremes(model, arguments, extremes)
 
     compiled = []
 
@@ -366,57 +371,70 @@ def check_variant(
             cache=cache,
         )
         pending = bishengir.submit(linalg, options) if bishengir is not None else None
-        compiled.append((config, seconds, linalg, pending))
+        compiled.append((config, seconds, linalg, pending, model.bytes(constants)))
 
     results = []
 
-    for config, seconds, linalg, pending in compiled:
+    for config, seconds, linalg, pending, model_bytes in compiled:
         outcome = pending.result() if pending is not None else None
 
         if outcome is not None:
             seconds = seconds | {"bishengir": outcome.seconds}
 
-        results.append(CheckResult(config, seconds, linalg, outcome))
+        results.append(CheckResult(config, seconds, linalg, outcome, model_bytes))
 
     return results
 
 
-def _extremes(source, arguments, order, facts):
-    # ``facts``: the variant's (``Variant.facts``): the UB model needs to
-    # know which constexprs choose a transposed access, which its source
-    # does not say.
+class _UnifiedBufferModel:
+    # The UB model of the kernel a check compiles, read from the variant's
+    # source once. ``facts``: the variant's (``Variant.facts``): the model
+    # needs to know which constexprs choose a transposed access, which the
+    # source does not say.
+
+    def __init__(self, source, kernel_name, facts):
+        tree = ast.parse(source)
+        self.kernel = next(
+            (
+                node
+                for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == kernel_name
+            ),
+            None,
+        )
+        self.aliases = import_aliases(tree)
+        self.layout = stored_layout(facts, kernel_name)
+
+    def bytes(self, constants):
+        """The model's peak for a config's ``constants`` (its integers, as compiled), or ``None``."""
+
+        if self.kernel is None:
+            return None
+
+        numbers = {
+            name: value for name, value in constants.items() if isinstance(value, int)
+        }
+
+        try:
+            return ub_model.footprint(
+                self.kernel, self.aliases, numbers, layout=self.layout
+            ).peak
+        except ub_model.UnknownSize:
+            return None
+
+
+def _extremes(model, arguments, order):
     if order not in EXTREMES:
         raise ValueError(f"extremes must be one of {EXTREMES}, not {order!r}")
-
-    tree = ast.parse(source)
-    kernels = ub_configs.kernel_configs(tree)
-    aliases = import_aliases(tree)
 
     def product(config):
         return math.prod(value for value in config.values() if isinstance(value, int))
 
     def size(item):
         config, _, constants, _, _ = item
+        bytes_ = model.bytes(constants) if order == "bytes" else None
 
-        if order == "bytes" and len(kernels) == 1:
-            numbers = {
-                name: value
-                for name, value in constants.items()
-                if isinstance(value, int)
-            }
-
-            try:
-                kernel = kernels[0][0]
-                layout = stored_layout(facts, kernel.name)
-
-                return (
-                    0,
-                    ub_model.footprint(kernel, aliases, numbers, layout=layout).peak,
-                )
-            except ub_model.UnknownSize:
-                pass
-
-        return (1, product(config))
+        return (1, product(config)) if bytes_ is None else (0, bytes_)
 
     ordered = sorted(arguments, key=size)
 

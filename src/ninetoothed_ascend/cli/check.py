@@ -16,6 +16,7 @@ from ninetoothed_ascend.cli._options import (
     selected_dtypes,
 )
 from ninetoothed_ascend.jit.handle import VariantUnavailableError
+from ninetoothed_ascend.runtime import UnifiedBufferOverflowError
 from ninetoothed_ascend.warm import one_line
 
 
@@ -61,6 +62,12 @@ from ninetoothed_ascend.warm import one_line
     "up to the external hivmc step.",
 )
 @click.option(
+    "--memory-report",
+    is_flag=True,
+    help="Ask BiShengIR for its Unified Buffer plan (--enable-memory-display) "
+    "and report the bytes it plans beside the UB model's.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=1,
@@ -99,6 +106,7 @@ def check(
     extremes,
     non_contiguous,
     bishengir,
+    memory_report,
     jobs,
     timeout,
     run,
@@ -119,7 +127,10 @@ def check(
     a machine without CANN reaches), as a UB overflow with the bytes needed
     and available, or with the compiler's error. Without ascendnpu-ir the
     BiShengIR stage is skipped, with one line saying how to install it.
-    Exits with 1 if any config fails a stage. With --run, one line per case
+    A launch the NPU variant itself refuses (its tiles overflow the Unified
+    Buffer by the UB model and cannot be split) is reported as refused, with
+    the error a launch raises, and compiles nothing. Exits with 1 if any
+    config fails a stage or any launch is refused. With --run, one line per case
     (outcome, detail, seconds) and exit 1 on any case that is not a match
     (a recorded kernel: that ran without a fault).
     """
@@ -190,7 +201,13 @@ def check(
 
     if bishengir:
         try:
-            stage = BiShengIRStage(arch, jobs=jobs, timeout=timeout, cache=cache)
+            stage = BiShengIRStage(
+                arch,
+                jobs=jobs,
+                timeout=timeout,
+                memory_report=memory_report,
+                cache=cache,
+            )
         except bishengir_module.BiShengIRNotInstalled as error:
             click.echo(str(error), err=as_json)
         except ValueError as error:
@@ -226,6 +243,18 @@ def check(
                     bishengir=stage,
                     cache=cache,
                 )
+            except UnifiedBufferOverflowError as error:
+                # The launch itself refuses, before anything compiles: what
+                # an NPU launch raises, not a compiler's failure.
+                failures += 1
+                records.append(
+                    {"kernel": label, "inputs": inputs_kind, "refused": str(error)}
+                )
+
+                if not as_json:
+                    click.echo(f"{label}: REFUSED at the launch: {error}")
+
+                continue
             except Exception as error:
                 message = (
                     str(error)
@@ -259,6 +288,7 @@ def check(
                     # Operations triton-adapter lowered to a scalar loop
                     # (each loop's yield and the accesses in it).
                     "discrete_mem_access": result.linalg.count("DiscreteMemAccess"),
+                    "ub_model_bytes": result.ub_model_bytes,
                     "bishengir": dataclasses.asdict(result.bishengir)
                     if result.bishengir is not None
                     else None,
@@ -369,13 +399,25 @@ def _bishengir_line(result):
         f"{stage} {value:.2f} s" for stage, value in result.seconds.items()
     )
 
+    model = (
+        f"; UB model {result.ub_model_bytes} B"
+        if result.ub_model_bytes is not None
+        else ""
+    )
+
     if outcome.outcome == "hivmc":
-        return f"reached hivmc ({seconds})"
+        planned = (
+            f"; planned {outcome.planned_ub_bytes} B"
+            if outcome.planned_ub_bytes is not None
+            else ""
+        )
+
+        return f"reached hivmc ({seconds}{planned}{model})"
 
     if outcome.outcome == "ub_overflow":
         return (
             f"UB overflow: needs {outcome.ub_required_bytes} B, "
-            f"{outcome.ub_available_bytes} B available ({seconds})"
+            f"{outcome.ub_available_bytes} B available ({seconds}{model})"
         )
 
     first = outcome.message.splitlines()[0] if outcome.message else ""

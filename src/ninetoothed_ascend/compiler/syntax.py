@@ -227,6 +227,21 @@ def summands(node):
     return operands(node, ast.Add)
 
 
+def tuple_element(node):
+    """What ``node`` reads where it indexes a tuple display with a literal: ``(1, 128)[1]`` is ``128`` (NineToothed writes a tile's dimension so); any other node is itself."""
+
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Tuple)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is int
+        and -len(node.value.elts) <= node.slice.value < len(node.value.elts)
+    ):
+        return node.value.elts[node.slice.value]
+
+    return node
+
+
 def import_aliases(tree):
     """Map each name bound by an import in ``tree`` to the dotted name it stands for.
 

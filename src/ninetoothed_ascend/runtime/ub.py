@@ -16,7 +16,8 @@ class OverflowCheck:
 
     Made once, when the NPU variant's module is imported (``SplitSubBlocks``
     adds it where it cannot split a kernel whose tiles several caller-given
-    block sizes size): the kernel's ``def`` is parsed here, never at a
+    block sizes size, or a block the kernel states as a literal that
+    overflows): the kernel's ``def`` is parsed here, never at a
     launch. A launch evaluates the model for its constexprs and the integers
     triton-ascend's JIT specializes (equal to 1), once per distinct set of
     them, so that it fails here, with the numbers, rather than in

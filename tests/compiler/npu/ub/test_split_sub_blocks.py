@@ -11,6 +11,7 @@ from ub_helpers import AUTOTUNED
 
 import ninetoothed_ascend
 from ninetoothed_ascend.compiler.npu.ub.split_sub_blocks import SplitSubBlocks
+from ninetoothed_ascend.runtime import UnifiedBufferOverflowError
 
 SOFTMAX = """
 import triton
@@ -277,3 +278,40 @@ def test_a_literal_block_split_into_sub_blocks_matches_torch_emulated(monkeypatc
 
     assert "for ninetoothed_sub_block in range(0, 1024, " in handle.source("npu")
     assert torch.equal(output[:, 0], input.max(1).values)
+
+
+def test_a_literal_block_it_cannot_split_is_refused_at_the_launch_emulated(
+    monkeypatch,
+):
+    """Level 4 (CPU interpreter): a prefix sum over a block of 1024 the kernel states overflows a 2 KB Unified Buffer by the model, and its lanes depend on each other; the launch raises before anything compiles, naming the kernel and the bytes, and the same kernel runs where it fits."""
+
+    def arrangement(input, output):
+        return input.tile((1024,)), output.tile((1024,))
+
+    def application(input, output):
+        output = ntl.cumsum(input, 0)  # noqa: F841
+
+    def make():
+        return ninetoothed_ascend.make(
+            arrangement,
+            application,
+            (Tensor(1, other=0), Tensor(1)),
+            kernel_name="block_prefix_sum",
+        )
+
+    input = torch.randn(3000)
+    output = torch.empty(3000)
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "2048")
+
+    with pytest.raises(UnifiedBufferOverflowError) as refused:
+        make().emulated("cpu")(input, output)
+
+    message = str(refused.value)
+    assert "kernel `block_prefix_sum` (NPU variant)" in message
+    assert "2048 available" in message
+
+    monkeypatch.delenv("NINETOOTHED_ASCEND_UB_BYTES")
+    make().emulated("cpu")(input, output)
+
+    expected = torch.nn.functional.pad(input, (0, 72)).view(3, 1024).cumsum(1)
+    assert torch.allclose(output, expected.flatten()[:3000], atol=1e-3)

@@ -13,6 +13,7 @@ from ninetoothed_ascend.compiler.syntax import (
     clone,
     find,
     insert_after_imports,
+    tuple_element,
     walk,
 )
 
@@ -122,7 +123,8 @@ class SplitSubBlocks(Pass):
         sub-blocks, reductions in fp32 multi-pass form (a literal block
         whose lanes are independent: the whole body, ntops' max_pool3d
         2x2x2 fp32 from 626,848 B in BiShengIR to reaching hivmc); a kernel whose tiles
-        several caller-given block sizes size gets, in its launch, a call to
+        several caller-given block sizes size, or a literal block that
+        overflows and cannot be split (ntops' bincount), gets, in its launch, a call to
         a `runtime.OverflowCheck` made when the module is imported, which
         evaluates the UB model for the
         launch's constexprs and specialized integers (once per distinct set)
@@ -162,7 +164,9 @@ class SplitSubBlocks(Pass):
         A kernel whose tiles several caller-given block sizes size (a
         reduction over rows of any length, ``flat_sum_dim``) has no one
         extent to split, and which combinations fit is known only at the
-        launch; a :class:`ninetoothed_ascend.runtime.OverflowCheck`, made
+        launch; a block the kernel states as a literal that overflows and
+        that :meth:`split_literal` cannot split (ntops' bincount) overflows
+        at every launch; a :class:`ninetoothed_ascend.runtime.OverflowCheck`, made
         when the variant's module is imported, evaluates the model there,
         once per distinct set of constexprs.
         """
@@ -248,7 +252,7 @@ class SplitSubBlocks(Pass):
 
         for call in calls:
             if self.is_call_to(call, "triton.language.arange"):
-                end = call.args[1]
+                end = tuple_element(call.args[1])
 
                 if isinstance(end, ast.Name) and end.id in constexprs:
                     extents.add(end.id)
@@ -260,8 +264,8 @@ class SplitSubBlocks(Pass):
         if len(extents) > 1:
             self.launch_checks.append(kernel)
 
-        if not extents:
-            self.split_literal(kernel, literals, calls, budget)
+        if not extents and not self.split_literal(kernel, literals, calls, budget):
+            self.launch_checks.append(kernel)
 
         if len(extents) != 1:
             return
@@ -308,6 +312,10 @@ class SplitSubBlocks(Pass):
         with the extent made a parameter): a reduction along an axis of
         the block, a tile with two such axes or a constant tile of the
         block's shape leave the kernel as it is.
+
+        :return: ``False`` where the kernel overflows by the model and stays
+            as it is (its launches are then refused before anything
+            compiles, :meth:`check_at_launch`), else ``True``.
         """
 
         layout = layout_facts(self.facts, kernel.name)
@@ -316,10 +324,13 @@ class SplitSubBlocks(Pass):
             model = KernelModel(kernel, self.aliases, layout)
             peak = model.footprint({}, contiguous=True).peak
         except UnknownSize:
-            return
+            return True
 
-        if peak <= budget or not self.splittable(calls, along_axes=True):
-            return
+        if peak <= budget:
+            return True
+
+        if not self.splittable(calls, along_axes=True):
+            return False
 
         # An extent no other tile has: an axis of it is the block's.
         probe = 2 * max(literals) + 1
@@ -351,11 +362,15 @@ class SplitSubBlocks(Pass):
             first = splitter.first_tile(kernel.body)
             split_body = splitter.run(kernel.body[first:])
 
-            if split_body is not None:
-                kernel.body[first:] = split_body
-                self.rewrote()
+            if split_body is None:
+                return False
 
-            return
+            kernel.body[first:] = split_body
+            self.rewrote()
+
+            return True
+
+        return False
 
     def with_named_extent(self, kernel, extent):
         """A copy of ``kernel`` with ``tl.arange(0, extent)`` ending at :data:`_EXTENT`; ``None`` if ``extent`` is also a literal of a tile's shape (``tl.zeros((1024,))``), which the copy could not follow."""
