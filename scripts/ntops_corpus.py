@@ -70,6 +70,12 @@ CLI = (
 )
 
 
+#: The failures of ntops' corpus that stand, each with its reason: the start
+#: of the summary's message group -> (the ntops modules it may come from,
+#: why). ``sweep --strict`` fails on any other.
+KNOWN_FAILURES = {}
+
+
 def ntops_root(option):
     """The ntops checkout: ``option``, else ``$NTOPS_ROOT``, else ``../shared/downstream/ntops``."""
 
@@ -574,6 +580,27 @@ def print_sweep_summary(launches, level):
         "(DiscreteMemAccess) in some config; `ninetoothed-ascend show` names them."
     )
 
+    return failures
+
+
+def unknown_failures(failures):
+    """The failures (message group -> modules, as :func:`print_sweep_summary` returns them) that :data:`KNOWN_FAILURES` does not name, module by module."""
+
+    return {
+        message: unknown
+        for message, modules in failures.items()
+        if (
+            unknown := [
+                module
+                for module in modules
+                if not any(
+                    message.startswith(known) and module in known_modules
+                    for known, (known_modules, _) in KNOWN_FAILURES.items()
+                )
+            ]
+        )
+    }
+
 
 def _ratio_line(ratios, unsized):
     if not ratios:
@@ -601,9 +628,17 @@ def sweep(options):
     if not launches:
         sys.exit(f"sweep: no launches in {options.manifest_dir}/round-*.json")
 
-    print_sweep_summary(launches, options.level)
+    failures = print_sweep_summary(launches, options.level)
 
-    return 0
+    if not options.strict:
+        return 0
+
+    unknown = unknown_failures(failures)
+
+    for message, modules in unknown.items():
+        print(f"UNKNOWN {len(modules)}  {message} ({', '.join(sorted(set(modules)))})")
+
+    return 1 if unknown else 0
 
 
 def main(argv=None):
@@ -671,6 +706,11 @@ def main(argv=None):
         "--modules", help="comma-separated ntops modules to check (default: all)"
     )
     sweeping.add_argument("--json", help="write every launch's results here")
+    sweeping.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on any failure or refusal that KNOWN_FAILURES does not name",
+    )
     sweeping.add_argument(
         "--python",
         default=os.environ.get(

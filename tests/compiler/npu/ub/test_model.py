@@ -322,3 +322,15 @@ def test_model_counts_the_row_digits_of_a_window_gather_once_each_while_they_liv
     assert peak - load >= 4 * 1024 * 32
     # `rows % (C * L)` is written twice and computed once.
     assert peak == model(ROW_DIGITS.replace("rows % L", "rows % (C * L) % L"), {}).peak
+
+
+def test_model_gives_a_kernel_that_moves_one_element_a_ub_block():
+    # ntops' select_copy: one element loaded and stored per program
+    # (BiShengIR plans 194 B); a kernel that loads is never 0 bytes.
+    source = """
+    import triton.language as tl
+    def kernel(p, q, i):
+        pid = tl.program_id(0)
+        tl.store(q + pid, tl.load(p + pid * 8 + i))
+    """
+    assert model(source, {}).peak == 32

@@ -22,7 +22,8 @@ The model (docs/ub.md has the derivation and its measured error):
   but a gather's address, which they cannot analyse, holds index buffers
   (:meth:`_Model.gather_indices`);
 * each tile's rows (its innermost axis) take whole 32-byte UB blocks
-  (:data:`~ninetoothed_ascend.compiler.npu.ub.costs.UB_BLOCK_BYTES`);
+  (:data:`~ninetoothed_ascend.compiler.npu.ub.costs.UB_BLOCK_BYTES`); a
+  load of one element takes one such block while it is loaded;
 * element sizes: a load has the size of its tensor's dtype (``elem_sizes``;
   default 4 bytes, which bounds fp16, bf16 and fp32 from above, since the
   dtypes are not known when the variant is generated); a cast has its
@@ -648,7 +649,9 @@ class _Model:
             self.note_layout_flags(pointer)
 
             if shape is None:
-                return None, 0, 0
+                # One element, moved through one UB block (ntops'
+                # select_copy: 194 B planned by BiShengIR).
+                return None, UB_BLOCK_BYTES, 0
 
             root = self.pointer_root(pointer)
             elem = self.elem_sizes.get(root, DEFAULT_ELEM_BYTES)
