@@ -12,7 +12,12 @@ from ninetoothed_ascend.compiler.npu.lower_float64 import DEMOTE
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
     kernel_configs,
 )
-from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize, footprint
+from ninetoothed_ascend.compiler.npu.ub.model import (
+    KernelModel,
+    ShapeMismatch,
+    UnknownSize,
+    footprint,
+)
 from ninetoothed_ascend.compiler.syntax import import_aliases
 
 
@@ -263,6 +268,51 @@ def test_model_sizes_a_broadcast_as_a_tile_of_its_shape_and_an_expanded_axis_as_
         peak
         == model(source.replace("tl.expand_dims(ids, 1)", "ids[:, None]"), sizes).peak
     )
+
+
+def _trace(source, constexprs):
+    tree = ast.parse(textwrap.dedent(source))
+    kernel = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
+
+    return KernelModel(kernel, import_aliases(tree)).trace(constexprs)
+
+
+#: ntops' bincount with its 128 bins a parameter ``E`` and its 128 input
+#: lanes not: ``E`` bins meet ``128`` inputs in ``match`` and ``where``.
+BROADCAST = """
+import triton.language as tl
+def kernel(p, q, r, E: tl.constexpr):
+    ids = tl.expand_dims(tl.load(q + tl.arange(0, E)), 1)
+    x = tl.broadcast_to(tl.load(p + tl.arange(0, 128)[None, :]), (E, 128))
+    valid = tl.broadcast_to(tl.expand_dims(tl.arange(0, 128) < 100, 0), (E, 128))
+    hits = tl.where(valid, x == ids, False)
+    tl.store(r + tl.arange(0, E), tl.sum(hits.to(tl.float32), axis=1))
+"""
+
+
+def test_model_trace_refuses_shapes_that_do_not_broadcast():
+    # The extent made a parameter everywhere the kernel states it: the
+    # trace follows the bins, the reduction along the inputs, the store.
+    trace = _trace(BROADCAST, {"E": 257})
+    assert (257, 128) in trace.shapes
+    assert trace.reduced == (128,)
+    assert trace.stored == frozenset({(257,)})
+
+    # The bins a parameter in the loads but not in the shapes the kernel
+    # broadcasts to: ``(257, 1) == (128, 128)`` does not broadcast.
+    with pytest.raises(ShapeMismatch):
+        _trace(BROADCAST.replace("(E, 128)", "(128, 128)"), {"E": 257})
+
+    # A broadcast_to of a (1, 257) tile to (257, 128).
+    with pytest.raises(ShapeMismatch):
+        _trace(
+            BROADCAST.replace("tl.arange(0, 128)[None, :]", "tl.arange(0, E)[None, :]"),
+            {"E": 257},
+        )
+
+    # A footprint takes the larger extent of each axis, as it did.
+    mismatched = BROADCAST.replace("(E, 128)", "(128, 128)")
+    assert model(mismatched, {"E": 257}).peak > 0
 
 
 def test_model_pads_each_row_of_a_tile_to_whole_ub_blocks():

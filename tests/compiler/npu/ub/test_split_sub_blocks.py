@@ -64,6 +64,17 @@ def test_split_sub_blocks_leaves_what_it_cannot_split(monkeypatch):
     _, count = rewrite(SplitSubBlocks, AUTOTUNED)
     assert count == 0
 
+    # A block a constexpr sizes: its split rewrites only its arange, not a
+    # shape it is broadcast to or the axes it is placed on (a literal
+    # block's split takes both).
+    for placed in (
+        "tl.broadcast_to(x - tl.max(x), (P,))",
+        "tl.expand_dims(x - tl.max(x), 0)",
+    ):
+        source = SOFTMAX.replace("tl.exp(x - tl.max(x))", f"tl.exp({placed})")
+        _, count = rewrite(SplitSubBlocks, source)
+        assert count == 0
+
 
 @pytest.mark.parametrize(
     "launch",
@@ -154,7 +165,9 @@ def test_split_sub_blocks_loops_over_a_literal_block_whose_lanes_are_independent
             "lanes[:, None] * 8 + tl.arange(0, 8)[None, :]",
             "lanes[:, None] * 8 + tl.zeros((1024, 8), tl.int32)",
         ),
-        ("tl.arange(0, 8)[None, :]", "tl.arange(0, 1024)[None, :]"),
+        # The same lanes on two axes: no choice of the places the kernel
+        # states 1024 puts the block on one axis.
+        ("tl.arange(0, 8)[None, :]", "lanes[None, :]"),
     ],
     ids=["reduced-along-the-block", "constant-of-the-block-shape", "two-block-axes"],
 )
@@ -165,6 +178,192 @@ def test_split_sub_blocks_leaves_a_literal_block_whose_lanes_depend_on_each_othe
     _, count = rewrite(SplitSubBlocks, POOL.replace(original, replacement))
 
     assert count == 0
+
+
+#: ntops' bincount as NineToothed writes it at 65 to 128 inputs, reduced to
+#: its form: 128 bins a program (``block_size=128``) and 128 input lanes
+#: (``T_pow2``), both ``tl.arange(0, 128)``, told apart by their indexing
+#: (``[:,]``, ``[None, :]``); ``(128,)[0]`` and ``(1, 128)[1]`` are
+#: NineToothed's ``bin_ids.shape[0]`` and ``input.shape[1]``. The kernel
+#: reduces along the inputs: the bins are independent.
+BINCOUNT = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(x, w, out, ids, n, T: tl.constexpr):
+    pid = tl.program_id(0)
+    bin_ids_col = tl.expand_dims(tl.load(ids + pid * 128 + tl.arange(0, 128)[:,], mask=pid * 128 + tl.arange(0, 128)[:,] < n, other=0), 1)
+    input_b = tl.broadcast_to(tl.load(x + tl.arange(0, 128)[None, :], mask=tl.arange(0, 128)[None, :] < T, other=0), ((128,)[0], (1, 128)[1]))
+    weights_b = tl.broadcast_to(tl.load(w + tl.arange(0, 128)[None, :], mask=tl.arange(0, 128)[None, :] < T, other=0), ((128,)[0], (1, 128)[1]))
+    col_indices = tl.arange(0, (1, 128)[1])
+    col_valid = col_indices < T
+    col_valid_b = tl.expand_dims(col_valid, 0)
+    col_valid_b = tl.broadcast_to(col_valid_b, ((128,)[0], (1, 128)[1]))
+    match_mask = input_b == bin_ids_col
+    final_mask = tl.where(col_valid_b, match_mask, False)
+    selected = tl.where(final_mask, weights_b, 0.0)
+    result = tl.sum(selected, axis=1)
+    tl.store(out + pid * 128 + tl.arange(0, 128)[:,], result, mask=pid * 128 + tl.arange(0, 128)[:,] < n)
+"""
+
+
+def test_split_sub_blocks_splits_the_bins_of_a_literal_block_that_meets_an_axis_of_its_extent(
+    monkeypatch,
+):
+    """Level 1: of the two axes of 128, the bins (stored, not reduced) are split; the inputs, reduced, stay whole."""
+
+    # 213,504 B by the model, as ntops' bincount at 65 to 128 inputs.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "65536")
+    source, count = rewrite(SplitSubBlocks, BINCOUNT)
+
+    assert count == 1
+    (loop,) = [
+        node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.For)
+    ]
+    assert ast.unparse(loop.iter) == "range(0, 128, 32)"
+    # The bins: their aranges and the dimension NineToothed writes for them.
+    assert "(ninetoothed_sub_block + tl.arange(0, 32))[:,]" in source
+    assert "tl.arange(0, 128)[:,]" not in source
+    assert "(128,)[0]" not in source
+    assert source.count("(32, (1, 128)[1])") == 3
+    # The inputs, whole.
+    assert source.count("tl.arange(0, 128)[None, :]") == 4
+    assert "col_indices = tl.arange(0, (1, 128)[1])" in source
+    assert "tl.sum(selected, axis=1)" in source
+    # The same on every sub-block, before the loop; ``col_valid_b``, assigned
+    # again per sub-block with the bins' extent, in it (a loop cannot carry
+    # it with two shapes).
+    statements = ast.parse(source).body[-1].body
+    assert ast.unparse(statements[2]) == "col_valid = col_indices < T"
+    assert [ast.unparse(node.targets[0]) for node in loop.body[3:5]] == [
+        "col_valid_b",
+        "col_valid_b",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("original", "replacement"),
+    [
+        # Reduced along the bins, stored along the inputs.
+        ("tl.sum(selected, axis=1)", "tl.sum(selected, axis=0)"),
+        # The bins' dimension read as a number, not a shape: the split
+        # would compare sub-block lanes with the sub-block's size.
+        ("< n, other=0), 1)", "< (128,)[0], other=0), 1)"),
+    ],
+    ids=["reduced-along-the-bins", "dimension-read-as-a-number"],
+)
+def test_split_sub_blocks_leaves_a_bincount_whose_bins_it_cannot_tell(
+    monkeypatch, original, replacement
+):
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "65536")
+    assert original in BINCOUNT
+    _, count = rewrite(SplitSubBlocks, BINCOUNT.replace(original, replacement))
+
+    assert count == 0
+
+
+def _bincount(inputs_pow2):
+    """A weighted bincount arranged as ntops arranges its own: 128 bins a program (``block_size=128``), every program reading the whole input, padded to ``inputs_pow2`` lanes; the bins' sums reduced along the inputs."""
+
+    def arrangement(input, weights, output, bin_ids, length, bins):
+        output_tiled = output.tile((128,))
+        bin_ids_tiled = bin_ids.tile((128,))
+        programs = output_tiled.shape[0]
+        input_tiled = (
+            input.unsqueeze(0).expand((programs, -1)).tile((1, inputs_pow2)).squeeze(1)
+        )
+        weights_tiled = (
+            weights.unsqueeze(0)
+            .expand((programs, -1))
+            .tile((1, inputs_pow2))
+            .squeeze(1)
+        )
+
+        return input_tiled, weights_tiled, output_tiled, bin_ids_tiled, length, bins
+
+    def application(input, weights, output, bin_ids, length, bins):
+        bin_ids_col = ntl.expand_dims(bin_ids, 1)
+        input_b = ntl.broadcast_to(input, (bin_ids.shape[0], input.shape[1]))
+        weights_b = ntl.broadcast_to(weights, (bin_ids.shape[0], weights.shape[1]))
+        col_indices = ntl.arange(0, input.shape[1])
+        col_valid = col_indices < length
+        col_valid_b = ntl.expand_dims(col_valid, 0)
+        col_valid_b = ntl.broadcast_to(col_valid_b, (bin_ids.shape[0], input.shape[1]))
+        match_mask = input_b == bin_ids_col
+        final_mask = ntl.where(col_valid_b, match_mask, False)
+        selected = ntl.where(final_mask, weights_b, 0.0)
+        output = ntl.sum(selected, axis=1)  # noqa: F841
+
+    constexpr = {"constexpr": True}
+
+    return ninetoothed_ascend.make(
+        arrangement,
+        application,
+        (
+            Tensor(1, shape_options=constexpr),
+            Tensor(1, shape_options=constexpr),
+            Tensor(1, shape_options=constexpr),
+            Tensor(1, shape_options=constexpr),
+            Tensor(0, constexpr=True),
+            Tensor(0, constexpr=True),
+        ),
+        kernel_name="bincount",
+    )
+
+
+def _bincount_inputs(length, bins):
+    generator = torch.Generator().manual_seed(0)
+    input = torch.randint(0, bins, (length,), generator=generator, dtype=torch.int32)
+    weights = torch.rand(length, generator=generator)
+
+    return (
+        input,
+        weights,
+        torch.zeros(bins),
+        torch.arange(bins, dtype=torch.int32),
+        length,
+        bins,
+    )
+
+
+def test_a_bincount_split_along_its_bins_matches_torch_emulated(monkeypatch):
+    """Level 4 (CPU interpreter): 100 inputs padded to 128 lanes meet 128 bins a program, both ``tl.arange(0, 128)``; under a 64 KB Unified Buffer the bins run in sub-blocks, and the sums are torch's over two programs and a ragged end."""
+
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "65536")
+    handle = _bincount(128)
+    inputs = _bincount_inputs(100, 200)
+
+    handle.emulated("cpu")(*inputs)
+
+    assert "for ninetoothed_sub_block in range(0, 128, " in handle.source("npu")
+    input, weights, output = inputs[:3]
+    expected = torch.bincount(input, weights, minlength=200).to(torch.float32)
+    assert torch.allclose(output, expected, atol=1e-5)
+
+
+@pytest.mark.ascend
+def test_a_bincount_split_along_its_bins_reaches_hivmc():
+    """Level 3: BiShengIR (ascendnpu-ir 1.2.0, Ascend910B1) plans the bincount of 100 inputs split along its bins within the UB; unsplit, its launch was refused (213,504 B by the model; BiShengIR needed 198,656 B)."""
+
+    from ninetoothed_ascend.check import bishengir
+    from ninetoothed_ascend.check.compile_check import BiShengIRStage, check_variant
+
+    if bishengir.missing():
+        pytest.fail(bishengir.missing())
+
+    handle = _bincount(128)
+
+    with BiShengIRStage(timeout=120) as stage:
+        (result,) = check_variant(
+            handle,
+            lambda kernel, *inputs: kernel(*inputs),
+            *_bincount_inputs(100, 100),
+            bishengir=stage,
+        )
+
+    assert "for ninetoothed_sub_block in range(0, 128, " in handle.source("npu")
+    assert result.bishengir.outcome == "hivmc", result.bishengir.message
 
 
 def test_split_sub_blocks_takes_libdevice_math_as_lane_by_lane(monkeypatch):

@@ -93,6 +93,17 @@ class UnknownSize(Exception):
     """
 
 
+class ShapeMismatch(UnknownSize):
+    """Two shapes the kernel combines do not broadcast, as the model traced them (:meth:`KernelModel.trace` only).
+
+    Triton refuses such a kernel; where the kernel compiles, the model was
+    given an extent where the kernel has another (a literal made a
+    parameter in some of the places the kernel states it, not in others).
+
+    :param shapes: the two shapes, ``tuple`` of ``int`` each.
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class Footprint:
     """A kernel's estimated UB use for one set of constexpr values.
@@ -125,10 +136,13 @@ class TileTrace:
     :param reduced: ``tuple``, for each reduction of a tile in the order the
         model meets them, the extent of the axis it reduces, or ``None`` for
         a reduction of the whole tile (or of an axis the model cannot read).
+    :param stored: ``frozenset`` of ``tuple`` of ``int``, the shape of every
+        store (its address and value broadcast together).
     """
 
     shapes: frozenset
     reduced: tuple
+    stored: frozenset = frozenset()
 
 
 class _Tile(typing.NamedTuple):
@@ -305,16 +319,28 @@ class KernelModel:
     def trace(self, constexprs, contiguous=False):
         """:class:`TileTrace` of this kernel for ``constexprs`` (as :meth:`footprint`'s).
 
+        Stricter than :meth:`footprint`: shapes that do not broadcast
+        (``(8, 257)`` with ``(8, 128)``, or a ``broadcast_to`` of ``(257,
+        1)`` to ``(128, 8)``) raise, where a footprint takes the larger
+        extent of each axis.
+
         :raises UnknownSize: a tile's extent depends on a value not in ``constexprs``.
+        :raises ShapeMismatch: two shapes the kernel combines do not broadcast.
         """
 
         model = _Model(self, constexprs, {}, True, contiguous)
-        model.reduced, model.traced_shapes = [], set()
-        # Only a traced model pays for recording each expression's tile.
+        model.reduced, model.traced_shapes, model.stored = [], set(), set()
+        # Only a traced model pays for recording each expression's tile and
+        # for checking each broadcast.
         model.expression = model.traced_expression
+        model.broadcast = _checked_broadcast
         model.run()
 
-        return TileTrace(frozenset(model.traced_shapes), tuple(model.reduced))
+        return TileTrace(
+            frozenset(model.traced_shapes),
+            tuple(model.reduced),
+            frozenset(model.stored),
+        )
 
     def structure(self, node):
         """:func:`~ninetoothed_ascend.compiler.syntax.structure` of ``node``: equal for the same expression written twice."""
@@ -383,8 +409,12 @@ class _Model:
         self.elem_sizes = elem_sizes
         self.copies = 2 if multibuffer else 1
         self.contiguous = contiguous
-        # The reduced extents of :meth:`KernelModel.trace`, where tracing.
+        # The reduced extents and stored shapes of :meth:`KernelModel.trace`,
+        # where tracing.
         self.reduced = None
+        self.stored = None
+        # Two tiles' broadcast shape; :meth:`KernelModel.trace` checks it.
+        self.broadcast = _broadcast
 
     def name(self, node):
         return resolve(node, self.aliases)
@@ -476,7 +506,7 @@ class _Model:
         if isinstance(statement, ast.AugAssign):
             tile, used, fresh = self.expression(statement.value)
             previous = self.tiles.get(getattr(statement.target, "id", None))
-            result = _broadcast(previous, tile)
+            result = self.broadcast(previous, tile)
             self.bind(statement.target, result, statement.value)
 
             return max(used, fresh + (result.bytes if result is not None else 0))
@@ -609,7 +639,7 @@ class _Model:
             result = None
 
             for tile in tiles:
-                result = _broadcast(result, tile)
+                result = self.broadcast(result, tile)
 
         if result is not None:
             # A new value: one buffer, whatever its operands' buffering.
@@ -645,7 +675,7 @@ class _Model:
 
             pointer = arguments.get(0, arguments.get("pointer"))
             mask = arguments.get(1, arguments.get("mask"))
-            shape = _broadcast(self.shape_of(pointer), self.shape_of(mask))
+            shape = self.broadcast(self.shape_of(pointer), self.shape_of(mask))
             self.note_layout_flags(pointer)
 
             if shape is None:
@@ -676,7 +706,10 @@ class _Model:
             value = arguments.get(1, arguments.get("value"))
             self.note_layout_flags(pointer)
             tile, used, fresh = self.expression(value)
-            shape = _broadcast(self.shape_of(pointer), tile)
+            shape = self.broadcast(self.shape_of(pointer), tile)
+
+            if self.stored is not None and shape is not None:
+                self.stored.add(shape.shape)
 
             if shape is not None and self.discrete(pointer, shape.shape):
                 # Scattered from a buffer of 32-byte blocks, as a strided load.
@@ -734,6 +767,9 @@ class _Model:
             tile, used, fresh = self.expression(node.args[0])
             shape = node.args[1] if len(node.args) == 2 else ast.Tuple(node.args[1:])
             result = _Tile(self.extents(shape), tile.elem if tile else INDEX_ELEM_BYTES)
+
+            if tile is not None and self.broadcast is _checked_broadcast:
+                _check_broadcast_to(tile.shape, result.shape)
 
             return result, max(used, fresh + result.bytes), result.bytes
 
@@ -1067,7 +1103,7 @@ class _Model:
 
             for child in value if value.__class__ is list else (value,):
                 if isinstance(child, ast.expr):
-                    shape = _broadcast(shape, self.shape_of(child))
+                    shape = self.broadcast(shape, self.shape_of(child))
 
         return shape
 
@@ -1229,6 +1265,30 @@ def _elements(node):
         return node.elts
 
     return [node]
+
+
+def _checked_broadcast(first, second):
+    """:func:`_broadcast`, raising :class:`ShapeMismatch` where two extents of an axis differ and neither is 1 (:meth:`KernelModel.trace`)."""
+
+    result = _broadcast(first, second)
+
+    if first is not None and second is not None:
+        for shape in (first.shape, second.shape):
+            padded = (1,) * (len(result.shape) - len(shape)) + shape
+
+            if any(a not in (1, b) for a, b in zip(padded, result.shape)):
+                raise ShapeMismatch((first.shape, second.shape))
+
+    return result
+
+
+def _check_broadcast_to(shape, target):
+    """Raise :class:`ShapeMismatch` unless a tile of ``shape`` broadcasts to ``target`` (``tl.broadcast_to``)."""
+
+    padded = (1,) * (len(target) - len(shape)) + shape
+
+    if len(shape) > len(target) or any(a not in (1, b) for a, b in zip(padded, target)):
+        raise ShapeMismatch((shape, target))
 
 
 def _broadcast(first, second):

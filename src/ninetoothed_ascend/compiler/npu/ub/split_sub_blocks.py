@@ -1,6 +1,7 @@
 """Split a caller-sized block that overflows the Unified Buffer into a loop over sub-blocks."""
 
 import ast
+import itertools
 
 from ninetoothed_ascend.compiler.facts import layout_facts
 from ninetoothed_ascend.compiler.generated import launch_arguments
@@ -13,6 +14,7 @@ from ninetoothed_ascend.compiler.syntax import (
     clone,
     find,
     insert_after_imports,
+    structure,
     tuple_element,
     walk,
 )
@@ -55,6 +57,7 @@ _LANEWISE = {
     "fdiv",
     "div_rn",
 }
+
 
 #: triton-ascend's libdevice functions that act lane by lane: those with an
 #: elementwise portable meaning (``pow``, ``acosh``; not its data-movement
@@ -114,7 +117,10 @@ class SplitSubBlocks(Pass):
     A block the kernel states as a literal (ntops' pooling, made with
     ``block_size=1024``), whose lanes the model shows independent (every
     reduction along another axis), runs in one loop over sub-blocks
-    (:meth:`split_literal`).
+    (:meth:`split_literal`); where the same literal sizes another axis
+    (ntops' bincount: 128 bins and 128 input lanes), the places the kernel
+    states it are told apart by their structure, and only the block's are
+    rewritten.
 
     :Constraint: the same limit for a block the caller sizes (one row per
         program)
@@ -122,9 +128,11 @@ class SplitSubBlocks(Pass):
     :Rewrites: above the largest fitting power of two `S`, a loop over `S`-lane
         sub-blocks, reductions in fp32 multi-pass form (a literal block
         whose lanes are independent: the whole body, ntops' max_pool3d
-        2x2x2 fp32 from 626,848 B in BiShengIR to reaching hivmc); a kernel whose tiles
+        2x2x2 fp32 from 626,848 B in BiShengIR to reaching hivmc; ntops'
+        bincount at 100 inputs, its 128 bins told from its 128 input lanes,
+        from 235,552 B in BiShengIR to 121,344 B planned); a kernel whose tiles
         several caller-given block sizes size, or a literal block that
-        overflows and cannot be split (ntops' bincount), gets, in its launch, a call to
+        overflows and cannot be split (a prefix sum), gets, in its launch, a call to
         a `runtime.OverflowCheck` made when the module is imported, which
         evaluates the UB model for the
         launch's constexprs and specialized integers (once per distinct set)
@@ -165,7 +173,7 @@ class SplitSubBlocks(Pass):
         reduction over rows of any length, ``flat_sum_dim``) has no one
         extent to split, and which combinations fit is known only at the
         launch; a block the kernel states as a literal that overflows and
-        that :meth:`split_literal` cannot split (ntops' bincount) overflows
+        that :meth:`split_literal` cannot split (a prefix sum) overflows
         at every launch; a :class:`ninetoothed_ascend.runtime.OverflowCheck`, made
         when the variant's module is imported, evaluates the model there,
         once per distinct set of constexprs.
@@ -306,12 +314,26 @@ class SplitSubBlocks(Pass):
         626,848 B by BiShengIR, 196,608 available). Each of the block's
         lanes is one output whose window the kernel reduces along another
         axis, so the lanes are independent: the body runs in a loop over
-        sub-blocks of the largest power of two that fits. Which literal is
-        the block, and that no reduction runs along it, the UB model tells
-        (:meth:`~ninetoothed_ascend.compiler.npu.ub.model.KernelModel.trace`
-        with the extent made a parameter): a reduction along an axis of
-        the block, a tile with two such axes or a constant tile of the
-        block's shape leave the kernel as it is.
+        sub-blocks of the largest power of two that fits.
+
+        The same literal may size two axes (ntops' bincount at 65 to 128
+        inputs: 128 bins per program and 128 input lanes, both
+        ``tl.arange(0, 128)``). The places the kernel states it are told
+        apart by their structure (:meth:`literal_groups`): an ``arange``
+        by the indexing that places it on an axis (``[:, None]``), a
+        dimension NineToothed writes as ``(1, 128)[1]`` by its tuple and
+        index. Which of these groups are the block, and that no reduction
+        runs along it, the UB model tells: the groups, all of them first,
+        then fewer, are made a parameter (:meth:`with_named_extent`) and
+        traced (:meth:`~ninetoothed_ascend.compiler.npu.ub.model.KernelModel.trace`)
+        at an extent no tile has; a choice is the block where the trace
+        broadcasts every shape consistently (a group left out that meets
+        one chosen raises
+        :class:`~ninetoothed_ascend.compiler.npu.ub.model.ShapeMismatch`),
+        no tile has the extent on two axes, no reduction runs along it and
+        a store writes it. A reduction along an axis of the block, a tile
+        with two such axes or a constant tile written with the literal in
+        its shape (``tl.zeros((1024, 8))``) leave the kernel as it is.
 
         :return: ``False`` where the kernel overflows by the model and stays
             as it is (its launches are then refused before anything
@@ -336,62 +358,161 @@ class SplitSubBlocks(Pass):
         probe = 2 * max(literals) + 1
 
         for extent in sorted(literals, reverse=True):
-            named = self.with_named_extent(kernel, extent)
+            groups = self.literal_groups(kernel, extent)
 
-            if named is None:
-                continue
+            for chosen in _unions(groups):
+                named = self.with_named_extent(kernel, extent, chosen)
+                model = KernelModel(named, self.aliases, layout)
 
-            model = KernelModel(named, self.aliases, layout)
+                try:
+                    trace = model.trace({_EXTENT: probe}, contiguous=True)
+                except UnknownSize:
+                    continue
 
-            try:
-                trace = model.trace({_EXTENT: probe}, contiguous=True)
-            except UnknownSize:
-                continue
+                if (
+                    probe in trace.reduced
+                    or any(shape.count(probe) > 1 for shape in trace.shapes)
+                    or not any(probe in shape for shape in trace.stored)
+                ):
+                    continue
 
-            if probe in trace.reduced or any(
-                shape.count(probe) > 1 for shape in trace.shapes
-            ):
-                continue
+                sub = _largest_fitting(named, self.aliases, _EXTENT, budget, layout)
 
-            sub = _largest_fitting(named, self.aliases, _EXTENT, budget, layout)
+                if not sub or sub >= extent:
+                    continue
 
-            if not sub or sub >= extent:
-                continue
+                splitter = _Splitter(self, _EXTENT, sub, total=extent)
+                first = splitter.first_tile(named.body)
+                split_body = splitter.run(named.body[first:])
 
-            splitter = _Splitter(self, extent, sub)
-            first = splitter.first_tile(kernel.body)
-            split_body = splitter.run(kernel.body[first:])
+                if split_body is None:
+                    continue
 
-            if split_body is None:
-                return False
+                kernel.body[first:] = split_body
+                self.rewrote()
 
-            kernel.body[first:] = split_body
-            self.rewrote()
-
-            return True
+                return True
 
         return False
 
-    def with_named_extent(self, kernel, extent):
-        """A copy of ``kernel`` with ``tl.arange(0, extent)`` ending at :data:`_EXTENT`; ``None`` if ``extent`` is also a literal of a tile's shape (``tl.zeros((1024,))``), which the copy could not follow."""
+    def literal_groups(self, kernel, extent):
+        """The places ``kernel`` states the literal ``extent`` as a tile's extent, grouped by their structure.
 
+        An ``tl.arange(0, extent)`` is grouped by the indexing applied to it
+        (``[:, None]``, ``[None, :]``, none), which places it on an axis; a
+        dimension written as a tuple display indexed by a literal
+        (``(1, 128)[1]``, NineToothed's ``x.shape[1]``) by the tuple and the
+        index. A dimension that is not an ``arange``'s end or an element of
+        the shape of ``tl.broadcast_to``, ``tl.zeros`` or ``tl.full`` (a
+        scalar: ``offsets < (128,)[0]``) keeps its group out of any choice:
+        it means the whole block, which the split keeps.
+
+        :return: ``list`` of the groups that can be chosen, each a ``list`` of
+            nodes of ``kernel``, in the order the kernel first states them;
+            empty where ``extent`` is also a literal of a tuple no index
+            reads (``tl.zeros((1024,))``), which a split could not follow,
+            or an ``arange`` of it does not start at 0.
+        """
+
+        nodes = list(walk(kernel))
+        patterns = {}
+        indexed = set()
+        shaped = set()
+
+        for node in nodes:
+            if isinstance(node, ast.Subscript):
+                if self.is_call_to(node.value, "triton.language.arange"):
+                    patterns[id(node.value)] = structure(node.slice)
+
+                if tuple_element(node) is not node:
+                    indexed.add(id(node.value))
+            elif self.is_call_to(node, "triton.language.arange"):
+                if len(node.args) == 2 and _is_literal(node.args[0], 0):
+                    shaped.add(id(node.args[1]))
+            elif self.is_call_to(node, *_SHAPES):
+                function = self.resolve(node.func)
+                shapes = node.args[_SHAPES[function]]
+                shapes += [item.value for item in node.keywords if item.arg == "shape"]
+
+                for shape in shapes:
+                    shaped.add(id(shape))
+                    shaped.update(id(item) for item in getattr(shape, "elts", ()))
+
+        groups = {}
+        fixed = set()
+
+        for node in nodes:
+            if self.is_call_to(node, "triton.language.arange"):
+                if len(node.args) != 2 or not _is_literal(node.args[1], extent):
+                    continue
+
+                if not _is_literal(node.args[0], 0):
+                    return []
+
+                key = ("arange", patterns.get(id(node)))
+            elif isinstance(node, ast.Subscript) and tuple_element(node) is not node:
+                if not _is_literal(tuple_element(node), extent):
+                    continue
+
+                index = node.slice.value % len(node.value.elts)
+                key = ("dimension", structure(node.value), index)
+
+                if id(node) not in shaped:
+                    fixed.add(key)
+            elif isinstance(node, (ast.Tuple, ast.List)):
+                if id(node) not in indexed and any(
+                    _is_literal(item, extent) for item in node.elts
+                ):
+                    return []
+
+                continue
+            else:
+                continue
+
+            groups.setdefault(key, []).append(node)
+
+        return [nodes for key, nodes in groups.items() if key not in fixed]
+
+    def with_named_extent(self, kernel, extent, chosen):
+        """A copy of ``kernel`` with the places of ``chosen`` (groups of :meth:`literal_groups` of ``kernel``) stating :data:`_EXTENT` for ``extent``: an ``arange`` ending there, a dimension (``(128,)[0]``) that name."""
+
+        chosen = {id(node) for group in chosen for node in group}
+        positions = [
+            index for index, node in enumerate(walk(kernel)) if id(node) in chosen
+        ]
         named = clone(kernel)
-        lanes = _Splitter(self, extent, None)
+        copies = list(walk(named))
+        replaced = {}
 
-        for node in walk(named):
-            if isinstance(node, (ast.Tuple, ast.List)) and any(
-                isinstance(element, ast.Constant) and element.value == extent
-                for element in node.elts
-            ):
-                return None
+        for index in positions:
+            node = copies[index]
 
-            if lanes.is_lanes(node):
+            if isinstance(node, ast.Call):
                 node.args[1] = ast.Name(_EXTENT, ast.Load())
+            else:
+                replaced[id(node)] = ast.Name(_EXTENT, ast.Load())
+
+        for node in copies:
+            for field in node._fields:
+                value = getattr(node, field, None)
+
+                if isinstance(value, list):
+                    value[:] = [replaced.get(id(item), item) for item in value]
+                elif id(value) in replaced:
+                    setattr(node, field, replaced[id(value)])
 
         return named
 
     def splittable(self, calls, along_axes=False):
-        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles (or, ``along_axes``, also single axes)."""
+        """Whether the kernel whose calls (``ast.Call``) are ``calls`` acts lane by lane and reduces only whole tiles (or, ``along_axes``, also single axes).
+
+        ``along_axes`` (a literal block, :meth:`split_literal`) also takes
+        ``tl.expand_dims`` and ``tl.broadcast_to``: the split writes the
+        block's extent into their shapes where the kernel states it there
+        (``(128,)[0]``), and the model's trace refuses a shape left
+        inconsistent. A block a constexpr sizes keeps them out: its split
+        rewrites only its ``arange``.
+        """
 
         for call in calls:
             name = self.resolve(call.func) or ""
@@ -414,13 +535,69 @@ class SplitSubBlocks(Pass):
                 "zeros",
                 "constexpr",
             ):
-                return False
+                if not (along_axes and _places_lanes(call, function)):
+                    return False
 
         return True
 
 
 #: The name a literal block extent gets while the UB model sizes it.
 _EXTENT = "ninetoothed_ascend_block_extent"
+
+#: ``triton.language`` functions whose shape may state a literal block's
+#: extent: the positional arguments that are their shape.
+_SHAPES = {
+    "triton.language.broadcast_to": slice(1, None),
+    "triton.language.zeros": slice(0, 1),
+    "triton.language.full": slice(0, 1),
+}
+
+#: Of a literal's groups (:meth:`SplitSubBlocks.literal_groups`), at most
+#: this many are tried in every union (63 traces); more are tried all
+#: together only.
+_MAX_GROUPS = 6
+
+
+def _is_literal(node, value):
+    return (
+        isinstance(node, ast.Constant)
+        and type(node.value) is int
+        and node.value == value
+    )
+
+
+def _places_lanes(call, function):
+    """Whether ``call`` (of ``triton.language.<function>``) places a tile's lanes on other axes in a form the UB model follows, moving none between lanes of the block: ``expand_dims(x, <int>)``, ``broadcast_to(x, <shape>)`` (a literal block's split takes them: :meth:`SplitSubBlocks.splittable`)."""
+
+    if call.keywords:
+        return False
+
+    if function == "expand_dims":
+        return len(call.args) == 2 and _is_integer(call.args[1])
+
+    return function == "broadcast_to" and len(call.args) >= 2
+
+
+def _is_integer(node):
+    """Whether ``node`` is a literal ``int`` (``-1`` included)."""
+
+    try:
+        return type(ast.literal_eval(node)) is int
+    except ValueError:
+        return False
+
+
+def _unions(groups):
+    """The unions of ``groups`` to try as a literal block: all of them first, then fewer, in the kernel's order."""
+
+    if len(groups) > _MAX_GROUPS:
+        return [groups] if groups else []
+
+    return [
+        list(chosen)
+        for size in range(len(groups), 0, -1)
+        for chosen in itertools.combinations(groups, size)
+    ]
 
 
 def _largest_fitting(kernel, aliases, extent, budget, layout):
@@ -442,10 +619,21 @@ def _largest_fitting(kernel, aliases, extent, budget, layout):
 
 
 class _Splitter:
-    def __init__(self, owner, extent, sub):
+    """Rewrite a body into loops over ``sub``-lane sub-blocks of the block ``tl.arange(0, extent)``.
+
+    ``extent`` is a constexpr's name, or, with ``total``, the name
+    :data:`_EXTENT` that stands for the literal ``total`` in the places
+    :meth:`SplitSubBlocks.with_named_extent` chose (an ``arange``'s end or
+    a dimension of a shape): every mention of it is then the block's
+    extent, ``sub`` in a sub-block.
+    """
+
+    def __init__(self, owner, extent, sub, total=None):
         self.owner = owner
         self.extent = extent
         self.sub = sub
+        self.total = extent if total is None else total
+        self.named = total is not None
         self.count = 0
 
     def is_lanes(self, node):
@@ -470,15 +658,24 @@ class _Splitter:
 
     def depends(self, node, tiles):
         return any(
-            self.is_lanes(child) or (isinstance(child, ast.Name) and child.id in tiles)
+            self.is_lanes(child)
+            or (
+                isinstance(child, ast.Name)
+                and (child.id in tiles or (self.named and child.id == self.extent))
+            )
             for child in walk(node)
         )
 
     def run(self, body):
         output = []
         definitions = []
+        # The names assigned per sub-block, and those of them whose values
+        # depend on the block's lanes (the same names, but for a name
+        # :meth:`pulled` in).
         tiles = set()
+        lanes = set()
         stores = []
+        pulled = self.pulled(body) if self.named else set()
 
         for statement in body:
             if not isinstance(statement, (ast.Assign, ast.Expr)):
@@ -490,10 +687,10 @@ class _Splitter:
 
             # The statement stays in the unsplit branch: what this one keeps
             # is a copy (tile statements are copied by ``chunk``, per loop).
-            if self.reductions(statement.value, tiles):
+            if self.reductions(statement.value, lanes):
                 statement = clone(statement)
 
-                for reduction in self.reductions(statement.value, tiles):
+                for reduction in self.reductions(statement.value, lanes):
                     name = f"ninetoothed_reduced_{self.count}"
                     self.count += 1
                     output.extend(self.reduce(reduction, name, definitions, tiles))
@@ -520,14 +717,20 @@ class _Splitter:
             if len(targets) != len(statement.targets):
                 return None
 
-            if self.depends(statement.value, tiles):
-                if any(target in tiles for target in targets):
+            if self.depends(statement.value, tiles) or pulled.intersection(targets):
+                if not self.named and any(target in tiles for target in targets):
                     return None  # a tile variable assigned twice
 
                 definitions.append(statement)
                 tiles.update(targets)
+
+                if self.depends(statement.value, lanes):
+                    lanes.update(targets)
+                else:
+                    lanes.difference_update(targets)
             else:
                 tiles.difference_update(targets)
+                lanes.difference_update(targets)
                 output.append(clone(statement))
 
         if stores:
@@ -535,6 +738,45 @@ class _Splitter:
             output.append(self.loop([*needed, *stores]))
 
         return output
+
+    def pulled(self, body):
+        """The names ``body`` assigns both per sub-block and outside the loops, all of whose assignments then run per sub-block.
+
+        A name assigned outside and again inside a loop would be carried by
+        the loop with two shapes (ntops' bincount: ``col_valid_b =
+        expand_dims(col_valid, 0)``, the same on every sub-block, then
+        ``col_valid_b = broadcast_to(col_valid_b, ((128,)[0], ...))``);
+        Triton refuses that.
+        """
+
+        pulled = set()
+
+        while True:
+            tiles, inside, outside, found = set(), set(), set(), set()
+
+            for statement in body:
+                if not isinstance(statement, ast.Assign):
+                    continue
+
+                targets = {
+                    target.id
+                    for target in statement.targets
+                    if isinstance(target, ast.Name)
+                }
+
+                if self.depends(statement.value, tiles) or targets & pulled:
+                    found |= targets & outside
+                    inside |= targets
+                    tiles |= targets
+                else:
+                    found |= targets & inside
+                    outside |= targets
+                    tiles -= targets
+
+            if found <= pulled:
+                return pulled
+
+            pulled |= found
 
     def reductions(self, node, tiles):
         """Outermost-last reductions over tiles in ``node``, inner ones first."""
@@ -580,7 +822,7 @@ class _Splitter:
 
     def loop(self, statements):
         loop = ast.parse(
-            f"for ninetoothed_sub_block in range(0, {self.extent}, {self.sub}):\n    pass"
+            f"for ninetoothed_sub_block in range(0, {self.total}, {self.sub}):\n    pass"
         ).body[0]
         loop.body = [self.chunk(statement) for statement in statements]
 
@@ -589,7 +831,16 @@ class _Splitter:
     def chunk(self, statement):
         """A copy of ``statement`` on the lanes ``j .. j+S``: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
 
-        return clone(statement, self._take_lanes)
+        chunk = clone(statement, self._take_lanes)
+
+        # The block's other extents (``(128,)[0]`` of a shape), after its aranges.
+        return clone(chunk, self._take_extent) if self.named else chunk
+
+    def _take_extent(self, node):
+        if type(node) is ast.Name and node.id == self.extent:
+            return ast.Constant(self.sub)
+
+        return node
 
     def _take_lanes(self, node):
         if type(node) is ast.Call and self.is_lanes(node):
