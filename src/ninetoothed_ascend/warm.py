@@ -96,10 +96,15 @@ def manifest_tasks(document, path):
 def compared_variants(document):
     """The variants besides ``cuda`` whose recorded digests this installation must reproduce (``jit.rebuild``'s ``compare``).
 
-    Every variant where the manifest was recorded with this
-    ninetoothed-ascend; none where its NPU and CPU variants came from other
-    passes. NineToothed's source is compared with its digest either way,
-    and its binding to the definition checked at the kernel's first
+    Every variant where the manifest was recorded in an environment like
+    this one (the same Python, NineToothed, Triton and ninetoothed-ascend);
+    none where its NPU and CPU variants came from other passes or another
+    Triton: the CPU pipeline and the NPU target follow the Triton installed
+    (a manifest recorded with CUDA Triton and checked where ``triton`` is
+    triton-ascend, as ``scripts/ntops-corpus.sh`` does, has other CPU and
+    NPU variants, none of them wrong). NineToothed's source is compared
+    with its digest either way, every variant is built here from it, and
+    its binding to the definition is checked at the kernel's first
     ``make``: the recorded environment relaxes no check of what runs.
 
     :param document: ``dict``, a manifest read by :func:`ninetoothed_ascend.manifest.read`.
@@ -109,9 +114,7 @@ def compared_variants(document):
     from ninetoothed_ascend.jit import VARIANTS
     from ninetoothed_ascend.manifest import environment_description
 
-    recorded = document.get("environment", {}).get("ninetoothed-ascend")
-
-    if recorded == environment_description()["ninetoothed-ascend"]:
+    if document.get("environment") == environment_description():
         return VARIANTS
 
     return ()
