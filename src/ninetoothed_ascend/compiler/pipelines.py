@@ -32,8 +32,11 @@ from ninetoothed_ascend.compiler.emulation.emulate_libdevice_on_cuda import (
     EmulateLibdeviceOnCuda,
 )
 from ninetoothed_ascend.compiler.emulation.reject_ascend_only import RejectAscendOnly
+from ninetoothed_ascend.compiler.npu.access_float64_as_bits import AccessFloat64AsBits
 from ninetoothed_ascend.compiler.npu.broadcast_load_pointer import BroadcastLoadPointer
-from ninetoothed_ascend.compiler.npu.build_float64_fill import BuildFloat64Fill
+from ninetoothed_ascend.compiler.npu.compensate_float64_cancellation import (
+    CompensateFloat64Cancellation,
+)
 from ninetoothed_ascend.compiler.npu.confine_masked_lanes import ConfineMaskedLanes
 from ninetoothed_ascend.compiler.npu.contiguous_flat_access import ContiguousFlatAccess
 from ninetoothed_ascend.compiler.npu.defer_autotune import DeferAutotune
@@ -111,7 +114,8 @@ NPU = (
     SynchronizeReadBack,
     PersistentGrid,
     BroadcastLoadPointer,
-    BuildFloat64Fill,
+    AccessFloat64AsBits,
+    CompensateFloat64Cancellation,
     MergeDuplicateConfigs,
     DeferAutotune,
     DropRefusedConfigs,

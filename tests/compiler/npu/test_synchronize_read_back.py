@@ -6,6 +6,7 @@ import torch
 from helpers import assert_no_rewrite, load_example, rewrite
 
 from ninetoothed_ascend import examples
+from ninetoothed_ascend.compiler.npu.access_float64_as_bits import STORE
 from ninetoothed_ascend.compiler.npu.synchronize_read_back import SynchronizeReadBack
 
 BARRIER = "triton.language.debug_barrier()"
@@ -145,11 +146,7 @@ def test_the_saved_statistics_example_orders_each_statistic_before_its_read_back
     )
     (persistent_loop,) = [node for node in kernel.body if isinstance(node, ast.For)]
     body = [ast.unparse(statement) for statement in persistent_loop.body]
-    stores = [
-        index
-        for index, line in enumerate(body)
-        if line.startswith("triton.language.store(")
-    ]
+    stores = [index for index, line in enumerate(body) if line.startswith(f"{STORE}(")]
 
     assert dict(module.kernel.rewrites("npu"))["SynchronizeReadBack"] == 2
     assert [body[index + 1] for index in stores] == [BARRIER, BARRIER]

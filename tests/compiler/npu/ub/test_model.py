@@ -8,6 +8,11 @@ from helpers import shared_example
 from ub_helpers import FLATTENED, STRIDED
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
+from ninetoothed_ascend.compiler.npu.access_float64_as_bits import LOAD, STORE
+from ninetoothed_ascend.compiler.npu.compensate_float64_cancellation import (
+    LOAD_WITH_RESIDUAL,
+    SUBTRACT,
+)
 from ninetoothed_ascend.compiler.npu.lower_float64 import DEMOTE
 from ninetoothed_ascend.compiler.npu.ub.fit_unified_buffer import (
     kernel_configs,
@@ -211,6 +216,54 @@ def test_model_keeps_a_strided_load_s_buffer_through_lower_float64s_helper():
     # Contiguous, at y's statement: x, y's double-buffered load and its
     # block after the helper.
     assert model(source, {"B": 4096, "s": 1}).peak == 4096 * (4 + 2 * 4 + 4)
+
+
+@pytest.mark.parametrize("stride", (1, 3))
+def test_model_costs_the_loads_and_stores_of_fp64_bits_as_the_accesses_they_replace(
+    stride,
+):
+    # AccessFloat64AsBits' helpers stand where LowerFloat64's wrapper wrapped
+    # a load and where a store was: the variant as generated is costed as
+    # the passes before them saw it.
+    wrapped = f"""
+    import triton.language as tl
+    def kernel(a, b, c, s, n, B: tl.constexpr):
+        x = {DEMOTE}(tl.load(a + tl.arange(0, B) * s, mask=tl.arange(0, B) < n, other=0))
+        y = {DEMOTE}(tl.load(b + tl.arange(0, B) * s))
+        tl.store(c + tl.arange(0, B), x + y, mask=tl.arange(0, B) < n)
+    """
+    accessed = f"""
+    import triton.language as tl
+    def kernel(a, b, c, s, n, B: tl.constexpr):
+        x = {LOAD}(a + tl.arange(0, B) * s, tl.arange(0, B) < n, 0)
+        y = {LOAD}(b + tl.arange(0, B) * s, None, None)
+        {STORE}(c + tl.arange(0, B), x + y, tl.arange(0, B) < n)
+    """
+    constexprs = {"B": 4096, "s": stride}
+
+    assert model(accessed, constexprs) == model(wrapped, constexprs)
+
+
+def test_model_costs_a_load_with_its_residual_as_the_load_and_one_more_block():
+    source = """
+    import triton.language as tl
+    def kernel(a, c, B: tl.constexpr):
+        x = LOADED
+        tl.store(c + tl.arange(0, B), (x - 1.0) * 2)
+    """
+    load = f"{LOAD}(a + tl.arange(0, B), None, None)"
+    split = (
+        f"{LOAD_WITH_RESIDUAL}(a + tl.arange(0, B), None, None)\n"
+        f"        d = {SUBTRACT}(r, x, 1.0)"
+    )
+    alone = model(source.replace("LOADED", load), {"B": 1024}).peak
+
+    kept = model(
+        source.replace("x = LOADED", f"x, r = {split}").replace("x - 1.0", "d"),
+        {"B": 1024},
+    ).peak
+
+    assert kept == alone + 1024 * 4
 
 
 @pytest.mark.parametrize("function", ("zeros", "full"))

@@ -58,7 +58,10 @@ import operator
 import typing
 
 from ninetoothed_ascend.compiler.facts import LayoutFacts
-from ninetoothed_ascend.compiler.npu.build_float64_fill import LOAD as LOAD_FILLED
+from ninetoothed_ascend.compiler.npu.access_float64_as_bits import LOAD, STORE
+from ninetoothed_ascend.compiler.npu.compensate_float64_cancellation import (
+    LOAD_WITH_RESIDUAL,
+)
 from ninetoothed_ascend.compiler.npu.lower_float64 import DEMOTE
 from ninetoothed_ascend.compiler.npu.ub.costs import (
     DEFAULT_ELEM_BYTES,
@@ -530,6 +533,15 @@ class _Model:
         return 0
 
     def bind(self, target, tile, value):
+        if isinstance(target, ast.Tuple) and self._is_call_of(
+            value, LOAD_WITH_RESIDUAL
+        ):
+            # A block and its residual: each as large as the block.
+            for item in target.elts:
+                self.bind(item, tile, value)
+
+            return
+
         if not isinstance(target, ast.Name):
             return
 
@@ -546,6 +558,9 @@ class _Model:
 
         if root is not None:
             self.pointer_roots[target.id] = root
+
+    def _is_call_of(self, node, name):
+        return isinstance(node, ast.Call) and self.name(node.func) == name
 
     def pointer_root(self, node):
         for name in self.analysis.names(node):
@@ -668,40 +683,26 @@ class _Model:
         arguments = {**dict(enumerate(node.args))}
         arguments.update({keyword.arg: keyword.value for keyword in node.keywords})
 
-        if function == "load" or name == LOAD_FILLED:
-            for earlier, tile in self.statement_loads:
-                if self.analysis.same(earlier, node):
-                    return tile, 0, 0
+        if function == "load":
+            return self.load(node, arguments)
 
-            pointer = arguments.get(0, arguments.get("pointer"))
-            mask = arguments.get(1, arguments.get("mask"))
-            shape = self.broadcast(self.shape_of(pointer), self.shape_of(mask))
-            self.note_layout_flags(pointer)
+        if name == LOAD:
+            # AccessFloat64AsBits' load stands where LowerFloat64's wrapper
+            # wrapped a load (``DEMOTE(load(...))``): costed as that.
+            return self.converted(*self.load(node, arguments))
 
-            if shape is None:
-                # One element, moved through one UB block (ntops'
-                # select_copy: 194 B planned by BiShengIR).
-                return None, UB_BLOCK_BYTES, 0
+        if name == LOAD_WITH_RESIDUAL:
+            # That load, and the block's residual beside it, made from the
+            # loaded bits while they are live: one more block of its shape,
+            # bound with it (:meth:`bind`).
+            tile, used, fresh = self.converted(*self.load(node, arguments))
 
-            root = self.pointer_root(pointer)
-            elem = self.elem_sizes.get(root, DEFAULT_ELEM_BYTES)
+            if tile is None:
+                return tile, used, fresh
 
-            other = arguments.get(2, arguments.get("other"))
+            return tile, used + tile.bytes, fresh + tile.bytes
 
-            if self.discrete(pointer, shape.shape):
-                tile = _Tile(shape.shape, elem, 1, DISCRETE_ELEM_BYTES)
-                self.gather_indices(pointer, shape.shape)
-            elif _padded(mask, other):
-                tile = _Tile(shape.shape, elem, self.copies, extra=SELECT_BYTES)
-            else:
-                tile = _Tile(shape.shape, elem, self.copies)
-
-            self.loads += math.prod(shape.shape) * (tile.stored or tile.elem)
-            self.statement_loads.append((node, tile))
-
-            return tile, tile.bytes, tile.bytes
-
-        if function == "store":
+        if function == "store" or name == STORE:
             pointer = arguments.get(0, arguments.get("pointer"))
             value = arguments.get(1, arguments.get("value"))
             self.note_layout_flags(pointer)
@@ -732,20 +733,7 @@ class _Model:
             return tile, 0, 0
 
         if name == DEMOTE and len(node.args) == 1:
-            tile, used, fresh = self.expression(node.args[0])
-
-            if tile is None or tile.stored:
-                # LowerFloat64's helper, folded away for every dtype but
-                # fp64: its caller computes on a strided load's buffer of
-                # 32-byte blocks itself, live with the statement's other
-                # operands (add fp32 with innermost strides of 3 at 4096
-                # lanes: two such buffers, 262,144 B, BiShengIR's overflow).
-                return tile, used, fresh
-
-            # Any other block: one new buffer, as for any function.
-            result = _Tile(tile.shape, tile.elem)
-
-            return result, max(used, fresh + result.bytes), result.bytes
+            return self.converted(*self.expression(node.args[0]))
 
         if function in ("zeros", "full"):
             shape = self.extents(node.args[0])
@@ -855,7 +843,13 @@ class _Model:
             for node in walk(statement)
             if isinstance(node, ast.Call)
             and self.name(node.func)
-            in ("triton.language.load", "triton.language.store", LOAD_FILLED)
+            in (
+                "triton.language.load",
+                "triton.language.store",
+                LOAD,
+                LOAD_WITH_RESIDUAL,
+                STORE,
+            )
             for argument in [*node.args, *(item.value for item in node.keywords)]
             for inner in walk(argument)
         }
@@ -874,7 +868,8 @@ class _Model:
             if (
                 "triton.language.arange" in calls
                 and "triton.language.load" not in calls
-                and LOAD_FILLED not in calls
+                and LOAD not in calls
+                and LOAD_WITH_RESIDUAL not in calls
             ):
                 try:
                     shape = self.shape_of(node)
@@ -885,6 +880,57 @@ class _Model:
                     total += math.prod(shape.shape) * INDEX_ELEM_BYTES
 
         return total
+
+    def load(self, node, arguments):
+        """A load's (tile, bytes used, bytes new); ``arguments``: its own, by position and keyword."""
+
+        for earlier, tile in self.statement_loads:
+            if self.analysis.same(earlier, node):
+                return tile, 0, 0
+
+        pointer = arguments.get(0, arguments.get("pointer"))
+        mask = arguments.get(1, arguments.get("mask"))
+        shape = self.broadcast(self.shape_of(pointer), self.shape_of(mask))
+        self.note_layout_flags(pointer)
+
+        if shape is None:
+            # One element, moved through one UB block (ntops' select_copy:
+            # 194 B planned by BiShengIR).
+            return None, UB_BLOCK_BYTES, 0
+
+        root = self.pointer_root(pointer)
+        elem = self.elem_sizes.get(root, DEFAULT_ELEM_BYTES)
+
+        other = arguments.get(2, arguments.get("other"))
+
+        if self.discrete(pointer, shape.shape):
+            tile = _Tile(shape.shape, elem, 1, DISCRETE_ELEM_BYTES)
+            self.gather_indices(pointer, shape.shape)
+        elif _padded(mask, other):
+            tile = _Tile(shape.shape, elem, self.copies, extra=SELECT_BYTES)
+        else:
+            tile = _Tile(shape.shape, elem, self.copies)
+
+        self.loads += math.prod(shape.shape) * (tile.stored or tile.elem)
+        self.statement_loads.append((node, tile))
+
+        return tile, tile.bytes, tile.bytes
+
+    def converted(self, tile, used, fresh):
+        """LowerFloat64's wrapper of a block (``tile``, ``used``, ``fresh``: the block's expression)."""
+
+        if tile is None or tile.stored:
+            # Folded away for every dtype but fp64: its caller computes on a
+            # strided load's buffer of 32-byte blocks itself, live with the
+            # statement's other operands (add fp32 with innermost strides of
+            # 3 at 4096 lanes: two such buffers, 262,144 B, BiShengIR's
+            # overflow).
+            return tile, used, fresh
+
+        # Any other block: one new buffer, as for any function.
+        result = _Tile(tile.shape, tile.elem)
+
+        return result, max(used, fresh + result.bytes), result.bytes
 
     def note_layout_flags(self, pointer):
         self.layout_flags.update(self.analysis.layout_flags(pointer))
