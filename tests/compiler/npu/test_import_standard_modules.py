@@ -83,6 +83,8 @@ def _without(kernel, pipeline, excluded, tmp_path):
         kernel_name=kernel.kernel_name,
         launch_name=kernel.launch_name,
         launch=getattr(module, kernel.launch_name),
+        # The UB model's layout facts (check_variant reports the model's bytes).
+        entry=kernel.entry,
     )
 
 
