@@ -1,4 +1,13 @@
-"""Split a caller-sized block that overflows the Unified Buffer into a loop over sub-blocks."""
+"""Split a caller-sized block that overflows the Unified Buffer into a loop over sub-blocks.
+
+Why one module of over 700 lines: it is one pass. A block a constexpr
+sizes and a block the kernel states as a literal are split by the same
+rewriter (``_Splitter``) under the same rule of what acts lane by lane
+(:meth:`SplitSubBlocks.splittable`), and what neither can split is refused
+at the launch by the same guards; the literal case only adds how the
+block's places are told apart, which a reader needs beside the rewriter
+that then changes exactly those places.
+"""
 
 import ast
 import itertools
