@@ -73,7 +73,13 @@ CLI = (
 #: The failures of ntops' corpus that stand, each with its reason: the start
 #: of the summary's message group -> (the ntops modules it may come from,
 #: why). ``sweep --strict`` fails on any other.
-KNOWN_FAILURES = {}
+KNOWN_FAILURES = {
+    "[bishengir error] [ERROR] #": (
+        {"addmm", "scaled_dot_product_attention"},
+        "bishengir-compile 1.2.0 crashed with a backtrace at 3 of 1,517 extreme "
+        "configs of a fresh-clone CI run (tl.dot kernels); not yet diagnosed",
+    ),
+}
 
 
 def ntops_root(option):
