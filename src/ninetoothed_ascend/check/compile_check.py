@@ -404,6 +404,9 @@ class _UnifiedBufferModel:
         )
         self.aliases = import_aliases(tree)
         self.layout = stored_layout(facts, kernel_name)
+        # A config's integers -> its peak: the extremes' order and the
+        # results read each config's once.
+        self._peaks = {}
 
     def bytes(self, constants):
         """The model's peak for a config's ``constants`` (its integers, as compiled), or ``None``."""
@@ -411,16 +414,23 @@ class _UnifiedBufferModel:
         if self.kernel is None:
             return None
 
-        numbers = {
-            name: value for name, value in constants.items() if isinstance(value, int)
-        }
+        numbers = tuple(
+            sorted(
+                (name, value)
+                for name, value in constants.items()
+                if isinstance(value, int)
+            )
+        )
 
-        try:
-            return ub_model.footprint(
-                self.kernel, self.aliases, numbers, layout=self.layout
-            ).peak
-        except ub_model.UnknownSize:
-            return None
+        if numbers not in self._peaks:
+            try:
+                self._peaks[numbers] = ub_model.footprint(
+                    self.kernel, self.aliases, dict(numbers), layout=self.layout
+                ).peak
+            except ub_model.UnknownSize:
+                self._peaks[numbers] = None
+
+        return self._peaks[numbers]
 
 
 def _extremes(model, arguments, order):
