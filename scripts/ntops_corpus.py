@@ -533,7 +533,9 @@ def print_sweep_summary(launches, level):
                 ):
                     row["under"] += 1
 
-                if outcome in ("error", "timeout"):
+                # A UB overflow is a failure too: the model let the config
+                # through (``sweep --strict`` fails on it).
+                if outcome in ("error", "timeout", "ub_overflow"):
                     message = config["bishengir"]["message"] or outcome
                     failures[
                         f"[bishengir {outcome}] " + _message_group(message)

@@ -138,3 +138,32 @@ def test_sweep_counts_a_launch_the_npu_variant_refuses_apart_from_failures(capsy
         printed
     )
     assert f"1  [refused] {refusal}" in printed
+
+
+def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
+    launch = {
+        "module": "add",
+        "error": None,
+        "refused": None,
+        "configs": [
+            {
+                "config": {"BLOCK_SIZE": 4096},
+                "seconds": {"ttir": 0.1, "ttadapter": 0.1, "bishengir": 1.0},
+                "discrete_mem_access": 0,
+                "ub_model_bytes": 100000,
+                "bishengir": {
+                    "outcome": "ub_overflow",
+                    "ub_required_bytes": 262144,
+                    "ub_available_bytes": 196608,
+                    "planned_ub_bytes": None,
+                    "message": "ub overflow, requires 262144 bits",
+                },
+            }
+        ],
+    }
+
+    failures = ntops_corpus.print_sweep_summary([launch], 3)
+
+    assert ntops_corpus.unknown_failures(failures) == {
+        "[bishengir ub_overflow] ub overflow, requires 262144 bits": ["add"]
+    }
