@@ -296,6 +296,15 @@ def test_warm_starts_at_most_one_worker_per_cpu_and_task(tmp_path):
     assert json.loads(result.output)["jobs"] == 1
 
 
+# warm as a terminal's foreground job runs it: SIGINT raises KeyboardInterrupt.
+# A process started by a shell script's ``&`` (as CI may run this suite)
+# ignores SIGINT, and so do its children, warm included: Python keeps an
+# ignored SIGINT ignored.
+FOREGROUND_CLI = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); " + CLI
+)
+
+
 SLEEPY = """
 import os, pathlib, time
 pathlib.Path(os.environ["MARKERS"], str(os.getpid())).write_text("")
@@ -321,7 +330,7 @@ def _interrupt_sleepy_warm(tmp_path, interrupt):
         "NINETOOTHED_ASCEND_CACHE_DIR": str(tmp_path / "cache"),
     }
     process = subprocess.Popen(
-        [sys.executable, "-c", CLI, "warm", "-j", "2", modules],
+        [sys.executable, "-c", FOREGROUND_CLI, "warm", "-j", "2", modules],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
