@@ -61,6 +61,70 @@ def test_any_other_failure_keeps_the_compilers_error():
     assert "custom op 'garbage' is unknown" in result.message
 
 
+# LLVM's crash report, as ascendnpu-ir 1.2.0 prints it on a SIGSEGV.
+CRASH = """\
+PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash backtrace.
+Stack dump:
+0.	Program arguments: bishengir-compile kernel.ttadapter.mlir
+[ERROR] #36 0x00007f16083278ec clone3 ./misc/../sysdeps/unix/sysv/linux/x86_64/clone3.S:83:0
+"""
+
+
+def _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs):
+    # A stand-in bishengir-compile: its first ``crashing_runs`` runs print
+    # CRASH and die of SIGSEGV, the next ones reach hivmc.
+    runs = tmp_path / "runs"
+    runs.write_text("")
+    (tmp_path / "crash.txt").write_text(CRASH)
+    (tmp_path / "hivmc.txt").write_text(REACHED_HIVMC)
+    compiler = tmp_path / "bishengir-compile"
+    compiler.write_text(
+        "#!/bin/sh\n"
+        f"echo run >> {runs}\n"
+        f'if [ "$(wc -l < {runs})" -le {crashing_runs} ]; then\n'
+        f"  cat {tmp_path / 'crash.txt'} >&2; kill -SEGV $$\n"
+        "fi\n"
+        f"cat {tmp_path / 'hivmc.txt'} >&2; exit 1\n"
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setattr(bishengir, "compiler_path", lambda arch: compiler)
+
+    return runs
+
+
+def test_a_compile_that_crashes_is_run_again(tmp_path, monkeypatch):
+    runs = _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs=1)
+
+    result = bishengir.compile_linalg("module {}")
+
+    assert (result.outcome, result.crashes) == ("hivmc", 1)
+    assert len(runs.read_text().splitlines()) == 2
+
+
+def test_a_compile_that_always_crashes_is_an_error_with_the_crash(
+    tmp_path, monkeypatch
+):
+    runs = _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs=99)
+
+    result = bishengir.compile_linalg("module {}")
+
+    assert (result.outcome, result.crashes) == ("error", bishengir.CRASH_RUNS)
+    assert "clone3" in result.message
+    assert len(runs.read_text().splitlines()) == bishengir.CRASH_RUNS
+
+
+def test_a_diagnosed_error_is_not_run_again(tmp_path, monkeypatch):
+    runs = _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs=0)
+    (tmp_path / "hivmc.txt").write_text(
+        "loc(\"kernel.ttadapter.mlir\":2:3): error: 'hivm.hir.vsort' op failed to verify\n"
+    )
+
+    result = bishengir.compile_linalg("module {}")
+
+    assert (result.outcome, result.crashes) == ("error", 0)
+    assert len(runs.read_text().splitlines()) == 1
+
+
 def test_the_planned_ub_is_the_end_of_the_highest_buffer(tmp_path):
     # The shape of --enable-memory-display's report (ascendnpu-ir 1.2.0):
     # extent in bits, one byte offset per multi-buffer copy.

@@ -68,9 +68,9 @@ def recall_stages(cache, stamp):
 
 
 def remember_outcome(cache, key, result):
-    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout."""
+    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout or a crash on every run."""
 
-    if result.outcome in KEPT_OUTCOMES:
+    if result.outcome in KEPT_OUTCOMES and result.crashes < bishengir.CRASH_RUNS:
         cache.remember(BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(result)))
 
 
@@ -115,4 +115,5 @@ def _is_outcome(result):
         and type(result.seconds) is float
         and isinstance(result.message, str)
         and isinstance(result.arch, str)
+        and type(result.crashes) is int
     )

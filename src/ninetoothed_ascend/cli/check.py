@@ -399,6 +399,9 @@ def _bishengir_line(result):
         f"{stage} {value:.2f} s" for stage, value in result.seconds.items()
     )
 
+    if outcome.crashes:
+        seconds += f"; bishengir-compile crashed on {outcome.crashes} runs"
+
     model = (
         f"; UB model {result.ub_model_bytes} B"
         if result.ub_model_bytes is not None

@@ -1,0 +1,40 @@
+"""What the compile check remembers of BiShengIR's outcomes (no compiler needed)."""
+
+import pytest
+
+from ninetoothed_ascend.cache import Cache
+from ninetoothed_ascend.check import bishengir, memos
+
+STAMP = "0" * 64
+
+
+def _result(outcome, crashes=0):
+    return bishengir.BiShengIRResult(
+        outcome, None, None, 1024, 0.5, "", bishengir.DEFAULT_ARCH, crashes
+    )
+
+
+@pytest.mark.parametrize(
+    "result",
+    [_result("hivmc"), _result("hivmc", crashes=1), _result("error")],
+    ids=["hivmc", "hivmc-after-a-crash", "error"],
+)
+def test_an_outcome_is_remembered_as_it_was(tmp_path, result):
+    cache = Cache(tmp_path)
+
+    memos.remember_outcome(cache, STAMP, result)
+
+    assert memos.recall_outcome(cache, STAMP) == result
+
+
+@pytest.mark.parametrize(
+    "result",
+    [_result("timeout"), _result("error", crashes=bishengir.CRASH_RUNS)],
+    ids=["timeout", "crashed-on-every-run"],
+)
+def test_an_outcome_of_the_run_not_of_the_kernel_is_not_remembered(tmp_path, result):
+    cache = Cache(tmp_path)
+
+    memos.remember_outcome(cache, STAMP, result)
+
+    assert memos.recall_outcome(cache, STAMP) is None
