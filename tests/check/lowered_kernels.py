@@ -46,3 +46,9 @@ def unmasked_store(x_ptr, out_ptr, BLOCK: tl.constexpr):
 def divide(x_ptr, out_ptr, divisor, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(x_ptr + offs) // divisor)
+
+
+@triton.jit
+def flip(x_ptr, out_ptr, DIM: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    tl.store(out_ptr + offs, tl.flip(tl.load(x_ptr + offs), DIM))

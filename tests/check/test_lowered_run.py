@@ -7,7 +7,7 @@ where they are missing. No NPU is involved.
 
 import pytest
 import torch
-from lowered_kernels import add, divide, lower_bound_mask, unmasked_store
+from lowered_kernels import add, divide, flip, lower_bound_mask, unmasked_store
 from reproducers.masked_gather_reads_masked_lanes import (
     CONSTANTS,
     SIGNATURE,
@@ -61,6 +61,25 @@ def test_a_persistent_grid_covers_every_tile(dtype, tmp_path):
 
     assert torch.equal(out, x + y)
     assert execution.differing == ()
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_flip_runs_as_torch_flips(dim, tmp_path):
+    # triton-ascend lowers tl.flip to a call of triton_flip, which the
+    # lowered level defines (check/lowered/library.py).
+    x = torch.arange(4 * 8, dtype=torch.float32).reshape(4, 8)
+    out = torch.full_like(x, float("nan"))
+
+    _run(
+        flip,
+        {"x_ptr": "*fp32", "out_ptr": "*fp32"},
+        {"DIM": dim, "ROWS": 4, "COLS": 8},
+        (1,),
+        {"x": x, "out": out},
+        tmp_path,
+    )
+
+    assert torch.equal(out, torch.flip(x, (dim,)))
 
 
 GATHER = (SIGNATURE, CONSTANTS)

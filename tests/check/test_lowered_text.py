@@ -90,6 +90,23 @@ def test_libdevice_declarations_get_bodies_of_their_own_types():
     assert "attributes" not in defined
 
 
+def test_each_call_of_a_tile_operation_gets_a_body():
+    # A second tl.flip in one module is declared triton_flip_0 (ntops' rot90).
+    text = (
+        "  func.func private @triton_flip(tensor<32x32xbf16>, i64) -> tensor<32x32xbf16>\n"
+        "  func.func private @triton_flip_0(tensor<32x32xbf16>, i64) -> tensor<32x32xbf16>\n"
+    )
+    defined = library.define(text)
+
+    for name in ("triton_flip", "triton_flip_0"):
+        assert (
+            f"func.func private @{name}(%p0: tensor<32x32xbf16>, %p1: i64) "
+            "-> tensor<32x32xbf16> {" in defined
+        )
+
+    assert defined.count("%back1 = arith.subi %last1, %d1 : index") == 2
+
+
 def test_a_libdevice_function_without_a_cpu_body_is_named():
     text = "  func.func private @__hmf_ilogbf(f32) -> f32 attributes {llvm.readnone}\n"
 

@@ -7,8 +7,10 @@ libraries implement (triton-ascend 3.2.0):
   ``__hmf_<name>`` functions, suffix ``f`` for fp32 and ``Dh`` for fp16 (one
   name may be declared with other types too), applied with ``linalg.map``;
 * tile operations ``triton-adapter-opt`` lowers to a call on tensors:
-  ``triton_gather(src, index, axis)`` (``tl.gather``) and
-  ``triton_sort(x, dim, descending)`` (``tl.sort``).
+  ``triton_gather(src, index, axis)`` (``tl.gather``),
+  ``triton_sort(x, dim, descending)`` (``tl.sort``) and
+  ``triton_flip(x, dim)`` (``tl.flip``; ntops' rot90). A module that calls
+  one of them twice declares the second ``triton_flip_0`` and so on.
 
 Each declaration becomes a definition in the math, arith, tensor and scf
 dialects, of the declared types, with the meaning Triton gives the
@@ -60,12 +62,16 @@ def define(linalg):
         name, result = match["name"], match["result"]
         types = _split(match["types"])
 
+        operation = re.sub(r"_\d+$", "", name)
+
         if name.startswith("__hmf_"):
             body = _libdevice(name, types)
-        elif name == "triton_gather" and len(types) == 3:
+        elif operation == "triton_gather" and len(types) == 3:
             body = _gather(types, result)
-        elif name == "triton_sort" and len(types) == 3:
+        elif operation == "triton_sort" and len(types) == 3:
             body = _sort(types, result)
+        elif operation == "triton_flip" and len(types) == 2:
+            body = _flip(types, result)
         else:
             body = None
 
@@ -134,6 +140,45 @@ def _gather(types, result):
             f"  %k{dim} = arith.constant {dim} : index",
             f"  %on{dim} = arith.cmpi eq, %axis, %k{dim} : index",
             f"  %x{dim} = arith.select %on{dim}, %iv, %d{dim} : index",
+        ]
+
+    coordinates = ", ".join(f"%x{dim}" for dim in range(rank))
+    lines += [
+        f"  %v = tensor.extract %p0[{coordinates}] : {types[0]}",
+        f"  linalg.yield %v : {element}",
+        f"}} -> {result}",
+    ]
+
+    return "\n".join(lines)
+
+
+def _flip(types, result):
+    # out[i] = x[i with its dim coordinate d replaced by size - 1 - d] (tl.flip).
+    shape, element = _shape(types[0])
+
+    if shape is None or types[0] != result:
+        return None
+
+    rank = len(shape)
+    dims = ", ".join(f"d{dim}" for dim in range(rank))
+    identity = f"affine_map<({dims}) -> ({dims})>"
+    parallel = ", ".join(['"parallel"'] * rank)
+    lines = [
+        f"%init = tensor.empty() : {result}",
+        f"%axis = arith.index_cast %p1 : {types[1]} to index",
+        f"%r = linalg.generic {{indexing_maps = [{identity}], "
+        f"iterator_types = [{parallel}]}} outs(%init : {result}) {{",
+        f"^bb0(%o: {element}):",
+    ]
+
+    for dim, size in enumerate(shape):
+        lines += [
+            f"  %d{dim} = linalg.index {dim} : index",
+            f"  %k{dim} = arith.constant {dim} : index",
+            f"  %on{dim} = arith.cmpi eq, %axis, %k{dim} : index",
+            f"  %last{dim} = arith.constant {size - 1} : index",
+            f"  %back{dim} = arith.subi %last{dim}, %d{dim} : index",
+            f"  %x{dim} = arith.select %on{dim}, %back{dim}, %d{dim} : index",
         ]
 
     coordinates = ", ".join(f"%x{dim}" for dim in range(rank))
