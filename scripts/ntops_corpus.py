@@ -5,7 +5,7 @@ ntops (InfiniTensor's operator library written in NineToothed) is read from
 ``--ntops-root`` / ``$NTOPS_ROOT``.
 
     python scripts/ntops_corpus.py record OUT_DIR [--modules add,softmax] [--jobs N]
-    python scripts/ntops_corpus.py sweep MANIFEST_DIR [--level 2|3] [--configs all|extremes]
+    python scripts/ntops_corpus.py sweep MANIFEST_DIR [--level 2|3|lowered] [--configs all|extremes]
                                          [--jobs N] [--json OUT] [--timeout S]
 
 ``record`` runs ``scripts/ntops_corpus_driver.py`` (every ``ntops.torch``
@@ -35,6 +35,13 @@ model's bytes (``check --extremes bytes``). A process that fails as a whole
 is split until the launch that fails it is found; that launch is reported
 with the process's error. ``--json`` writes every launch's results (after
 each process, so a long sweep can be read while it runs).
+
+``--level lowered`` runs each launch at the lowered level instead
+(``check --run``: the first config's Linalg, lowered to native code, run on
+the CPU over the whole grid with every tensor between guard pages; faults
+only, since a manifest records no reference) and counts per module the
+launches that ran, faulted, differed between the two fenced placements, or
+failed to lower or run.
 
 ``check --json`` reports each config's ``DiscreteMemAccess`` count (the
 ``scalar`` column) and the UB model's bytes; at level 3 the sweep asks
@@ -277,7 +284,12 @@ class Sweep:
             "--json",
         ]
 
-        if options.level == 2:
+        if options.level == "lowered":
+            command.append("--run")
+
+            if options.timeout:
+                command += ["--timeout", str(options.timeout)]
+        elif options.level == 2:
             command.append("--no-bishengir")
         else:
             command.append("--memory-report")
@@ -285,7 +297,7 @@ class Sweep:
             if options.timeout:
                 command += ["--timeout", str(options.timeout)]
 
-        if options.configs == "extremes":
+        if options.configs == "extremes" and options.level != "lowered":
             command += ["--extremes", "bytes"]
 
         return command
@@ -418,7 +430,8 @@ def _launch(document, kernel, results, modules):
     # ``check`` reports a kernel it could not check as ``error``, or, one it
     # could not build from the manifest, as ``failed`` or ``skipped``; a
     # launch the NPU variant refuses before compiling, as ``refused``.
-    unchecked = [r for r in results if "config" not in r]
+    lowered = next((r for r in results if "outcome" in r), None)
+    unchecked = [r for r in results if "config" not in r and "outcome" not in r]
     refused = next((r["refused"] for r in unchecked if "refused" in r), None)
     error = next(
         (
@@ -443,8 +456,10 @@ def _launch(document, kernel, results, modules):
         ],
         "error": error,
         "refused": refused,
+        "lowered": lowered
+        and {k: lowered[k] for k in ("outcome", "detail", "seconds")},
         "configs": []
-        if error or refused
+        if error or refused or lowered
         else [
             {
                 "config": r["config"],
@@ -467,6 +482,54 @@ def _message_group(message):
     cause = re.sub(r"(?<=_)\d+", "N", lines[-1].strip())
 
     return ((stage.group(0) if stage and len(lines) > 1 else "") + cause)[:200]
+
+
+def print_lowered_summary(launches):
+    """Per module, the launches run lowered and their outcomes; return the failures (message group -> modules)."""
+
+    rows = collections.defaultdict(collections.Counter)
+    failures = collections.defaultdict(list)
+
+    for launch in launches:
+        row = rows[launch["module"]]
+        row["launches"] += 1
+        run = launch.get("lowered") or {
+            "outcome": "error",
+            "detail": launch.get("error") or launch.get("refused") or "no result",
+        }
+        row[run["outcome"]] += 1
+
+        if run["outcome"] != "ran":
+            failures[
+                f"[lowered {run['outcome']}] " + _message_group(run["detail"])
+            ].append(launch["module"])
+
+    columns = ["launches", "ran", "fault", "differ", "error"]
+    print(f"{'module':<30}" + "".join(f"{c:>12}" for c in columns))
+    total = collections.Counter()
+
+    for module in sorted(rows):
+        total.update(rows[module])
+        print(f"{module:<30}" + "".join(f"{rows[module][c]:>12}" for c in columns))
+
+    print(f"{'total':<30}" + "".join(f"{total[c]:>12}" for c in columns))
+    _print_failures(failures)
+    print(
+        "\nran: the first config run over the whole grid, every tensor fenced, "
+        "without a fault (not compared: a manifest records no reference).\n"
+        "fault: an access outside every tensor; differ: the end- and "
+        "start-fenced runs leave different bytes."
+    )
+
+    return failures
+
+
+def _print_failures(failures):
+    for message, modules in sorted(failures.items(), key=lambda item: -len(item[1])):
+        counts = ", ".join(
+            f"{m} {n}" for m, n in sorted(collections.Counter(modules).items())
+        )
+        print(f"{len(modules):>5}  {message}\n       ({counts})")
 
 
 def print_sweep_summary(launches, level):
@@ -568,11 +631,7 @@ def print_sweep_summary(launches, level):
             "again (check.bishengir.CRASH_RUNS)"
         )
 
-    for message, modules in sorted(failures.items(), key=lambda item: -len(item[1])):
-        counts = ", ".join(
-            f"{m} {n}" for m, n in sorted(collections.Counter(modules).items())
-        )
-        print(f"{len(modules):>5}  {message}\n       ({counts})")
+    _print_failures(failures)
 
     if level == 3:
         print(
@@ -635,7 +694,10 @@ def sweep(options):
     if not launches:
         sys.exit(f"sweep: no launches in {options.manifest_dir}/round-*.json")
 
-    failures = print_sweep_summary(launches, options.level)
+    if options.level == "lowered":
+        failures = print_lowered_summary(launches)
+    else:
+        failures = print_sweep_summary(launches, options.level)
 
     if not options.strict:
         return 0
@@ -684,10 +746,12 @@ def main(argv=None):
     sweeping.add_argument("manifest_dir")
     sweeping.add_argument(
         "--level",
-        type=int,
-        choices=(2, 3),
+        type=lambda value: value if value == "lowered" else int(value),
+        choices=(2, 3, "lowered"),
         default=2,
-        help="2: ttir and ttadapter; 3: and BiShengIR (default 2)",
+        help="2: ttir and ttadapter; 3: and BiShengIR; lowered: each launch's "
+        "first config run on the CPU as triton-ascend lowers it, every tensor "
+        "fenced (check --run; faults only) (default 2)",
     )
     sweeping.add_argument(
         "--configs",
@@ -707,7 +771,8 @@ def main(argv=None):
         "--timeout",
         type=float,
         default=600,
-        help="seconds a BiShengIR compile may take (default 600)",
+        help="seconds a BiShengIR compile (lowered: a lowering step or a run) "
+        "may take (default 600)",
     )
     sweeping.add_argument(
         "--modules", help="comma-separated ntops modules to check (default: all)"

@@ -167,3 +167,46 @@ def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
     assert ntops_corpus.unknown_failures(failures) == {
         "[bishengir ub_overflow] ub overflow, requires 262144 bits": ["add"]
     }
+
+
+def test_lowered_sweep_counts_what_ran_and_names_a_fault_among_the_failures(capsys):
+    # ``check --run --json`` reports one record per kernel: outcome and detail.
+    def launch(module, outcome, detail):
+        kernel = {
+            "key": "0" * 64,
+            "origin": {"application": f"ntops.kernels.{module}:application"},
+            "calls": [{"args": [{"dtype": "float32", "tensor": [4], "stride": [1]}]}],
+        }
+        results = [
+            {
+                "kernel": "application 000000000000 contiguous",
+                "outcome": outcome,
+                "detail": detail,
+                "seconds": 1.5,
+            }
+        ]
+
+        return ntops_corpus._launch({}, kernel, results, None)
+
+    fault = "fenced fault: kernel `application` read before `input`"
+    launches = [
+        launch("add", "ran", "not compared: a manifest records no reference"),
+        launch("max_pool2d", "fault", fault),
+    ]
+
+    assert launches[1]["lowered"] == {
+        "outcome": "fault",
+        "detail": fault,
+        "seconds": 1.5,
+    }
+    assert (launches[1]["error"], launches[1]["configs"]) == (None, [])
+
+    failures = ntops_corpus.print_lowered_summary(launches)
+    printed = capsys.readouterr().out
+
+    assert ntops_corpus.unknown_failures(failures) == {
+        f"[lowered fault] {fault}": ["max_pool2d"]
+    }
+    assert [
+        line.split() for line in printed.splitlines() if line.startswith("total")
+    ] == [["total", "2", "1", "1", "0", "0"]]
