@@ -500,9 +500,12 @@ def print_lowered_summary(launches):
         row[run["outcome"]] += 1
 
         if run["outcome"] != "ran":
-            failures[
-                f"[lowered {run['outcome']}] " + _message_group(run["detail"])
-            ].append(launch["module"])
+            # A fault names bytes, a program and the lowered module's path
+            # and line, which differ from launch to launch; its kind does not.
+            kind = re.sub(r"\d+", "N", run["detail"].split(", at line ")[0])
+            failures[f"[lowered {run['outcome']}] " + _message_group(kind)].append(
+                launch["module"]
+            )
 
     columns = ["launches", "ran", "fault", "differ", "error"]
     print(f"{'module':<30}" + "".join(f"{c:>12}" for c in columns))
