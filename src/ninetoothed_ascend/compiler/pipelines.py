@@ -82,6 +82,9 @@ from ninetoothed_ascend.compiler.npu.ub.split_sub_blocks import SplitSubBlocks
 from ninetoothed_ascend.compiler.npu.unscale_strided_lane_bounds import (
     UnscaleStridedLaneBounds,
 )
+from ninetoothed_ascend.compiler.npu.unsubtract_lane_bounds import (
+    UnsubtractLaneBounds,
+)
 from ninetoothed_ascend.compiler.npu.use_hf32_in_dot import UseHf32InDot
 from ninetoothed_ascend.compiler.passes import run_pipeline
 from ninetoothed_ascend.compiler.target import Target
@@ -94,6 +97,7 @@ NPU = (
     FoldTrueMask,
     ScalarizeTileLowerBounds,
     ScalarizePaddedTileLowerBounds,
+    UnsubtractLaneBounds,
     UnscaleStridedLaneBounds,
     GroupMaskTerms,
     FillMaskedLoads,
