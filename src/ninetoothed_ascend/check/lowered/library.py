@@ -114,71 +114,68 @@ def _shape(kind):
 
 def _gather(types, result):
     # out[i] = src[i with its axis coordinate replaced by index[i]] (tl.gather).
-    shape, element = _shape(types[0])
-    index_shape, index_element = _shape(types[1])
+    shape, _ = _shape(types[0])
+    index_shape, _ = _shape(types[1])
 
     if shape is None or index_shape is None or len(shape) != len(index_shape):
         return None
 
-    rank = len(shape)
-    dims = ", ".join(f"d{dim}" for dim in range(rank))
-    identity = f"affine_map<({dims}) -> ({dims})>"
-    parallel = ", ".join(['"parallel"'] * rank)
-    lines = [
-        f"%init = tensor.empty() : {result}",
-        f"%axis = arith.index_cast %p2 : {types[2]} to index",
-        f"%r = linalg.generic {{indexing_maps = [{identity}, {identity}], "
-        f"iterator_types = [{parallel}]}} "
-        f"ins(%p1 : {types[1]}) outs(%init : {result}) {{",
-        f"^bb0(%i: {index_element}, %o: {element}):",
-        f"  %iv = arith.index_cast %i : {index_element} to index",
-    ]
-
-    for dim in range(rank):
-        lines += [
-            f"  %d{dim} = linalg.index {dim} : index",
-            f"  %k{dim} = arith.constant {dim} : index",
-            f"  %on{dim} = arith.cmpi eq, %axis, %k{dim} : index",
-            f"  %x{dim} = arith.select %on{dim}, %iv, %d{dim} : index",
-        ]
-
-    coordinates = ", ".join(f"%x{dim}" for dim in range(rank))
-    lines += [
-        f"  %v = tensor.extract %p0[{coordinates}] : {types[0]}",
-        f"  linalg.yield %v : {element}",
-        f"}} -> {result}",
-    ]
-
-    return "\n".join(lines)
+    return _read_remapped(types, result, 2, lambda dim, size: ([], "%iv"), index=1)
 
 
 def _flip(types, result):
     # out[i] = x[i with its dim coordinate d replaced by size - 1 - d] (tl.flip).
-    shape, element = _shape(types[0])
+    shape, _ = _shape(types[0])
 
     if shape is None or types[0] != result:
         return None
 
+    def back(dim, size):
+        return [
+            f"  %last{dim} = arith.constant {size - 1} : index",
+            f"  %back{dim} = arith.subi %last{dim}, %d{dim} : index",
+        ], f"%back{dim}"
+
+    return _read_remapped(types, result, 1, back)
+
+
+def _read_remapped(types, result, axis, replaced, index=None):
+    # A ``linalg.generic`` over ``result`` that reads ``%p0`` at each
+    # position ``d`` with ``d[%p<axis>]`` replaced: ``replaced(dim, size)``
+    # returns the lines that compute the replacement and its name.
+    # ``index``: the position of an index tensor parameter, read at ``d``
+    # as ``%iv`` (tl.gather).
+    shape, element = _shape(result)
     rank = len(shape)
     dims = ", ".join(f"d{dim}" for dim in range(rank))
     identity = f"affine_map<({dims}) -> ({dims})>"
     parallel = ", ".join(['"parallel"'] * rank)
+    maps, inputs, arguments, head = [identity], "", f"%o: {element}", []
+
+    if index is not None:
+        _, index_element = _shape(types[index])
+        maps.append(identity)
+        inputs = f"ins(%p{index} : {types[index]}) "
+        arguments = f"%i: {index_element}, {arguments}"
+        head = [f"  %iv = arith.index_cast %i : {index_element} to index"]
+
     lines = [
         f"%init = tensor.empty() : {result}",
-        f"%axis = arith.index_cast %p1 : {types[1]} to index",
-        f"%r = linalg.generic {{indexing_maps = [{identity}], "
-        f"iterator_types = [{parallel}]}} outs(%init : {result}) {{",
-        f"^bb0(%o: {element}):",
+        f"%axis = arith.index_cast %p{axis} : {types[axis]} to index",
+        f"%r = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+        f"iterator_types = [{parallel}]}} {inputs}outs(%init : {result}) {{",
+        f"^bb0({arguments}):",
+        *head,
     ]
 
     for dim, size in enumerate(shape):
+        computed, value = replaced(dim, size)
         lines += [
             f"  %d{dim} = linalg.index {dim} : index",
             f"  %k{dim} = arith.constant {dim} : index",
             f"  %on{dim} = arith.cmpi eq, %axis, %k{dim} : index",
-            f"  %last{dim} = arith.constant {size - 1} : index",
-            f"  %back{dim} = arith.subi %last{dim}, %d{dim} : index",
-            f"  %x{dim} = arith.select %on{dim}, %back{dim}, %d{dim} : index",
+            *computed,
+            f"  %x{dim} = arith.select %on{dim}, {value}, %d{dim} : index",
         ]
 
     coordinates = ", ".join(f"%x{dim}" for dim in range(rank))
