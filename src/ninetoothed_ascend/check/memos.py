@@ -68,10 +68,15 @@ def recall_stages(cache, stamp):
 
 
 def remember_outcome(cache, key, result):
-    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout or a crash on every run."""
+    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout or a crash on every run.
+
+    What is kept is the compile's outcome, not how often its runs crashed
+    (``crashes`` is kept as 0).
+    """
 
     if result.outcome in KEPT_OUTCOMES and result.crashes < bishengir.CRASH_RUNS:
-        cache.remember(BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(result)))
+        kept = dataclasses.replace(result, crashes=0)
+        cache.remember(BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(kept)))
 
 
 def recall_outcome(cache, key):
