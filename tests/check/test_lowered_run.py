@@ -8,6 +8,7 @@ where they are missing. No NPU is involved.
 import pytest
 import torch
 from lowered_kernels import add, divide, flip, lower_bound_mask, unmasked_store
+from reproducers import subtracted_lane_bound_reads_masked_lanes as padded
 from reproducers.masked_gather_reads_masked_lanes import (
     CONSTANTS,
     SIGNATURE,
@@ -168,6 +169,27 @@ def test_a_lower_bound_mask_reads_below_the_tensor(tmp_path):
     assert fault.tensor == "x"
     assert fault.outside == -16  # cols (4) float32 before the first element
     assert "memref.copy" in fault.operation
+
+
+@pytest.mark.parametrize("summed", [False, True], ids=["subtracted", "summed"])
+def test_a_bound_on_lanes_less_a_pad_reads_every_lane(summed, tmp_path):
+    # tests/reproducers/subtracted_lane_bound_reads_masked_lanes.py: the
+    # adapter folds ``a < n + pad`` and ``a >= pad`` into the copy, not
+    # ``a - pad < n`` and ``a - pad >= 0`` (UnsubtractLaneBounds).
+    kernel = padded.padded_copy_summed if summed else padded.padded_copy
+    x = torch.arange(1, 17, dtype=torch.float32)
+    out = torch.zeros(32)
+    arguments = {"x": x, "out": out, "n": 16, "pad": 4}
+
+    if summed:
+        _run(kernel, padded.SIGNATURE, padded.CONSTANTS, (1,), arguments, tmp_path)
+
+        assert torch.equal(out[4:20], x) and not out[:4].any() and not out[20:].any()
+    else:
+        with pytest.raises(faults.Fault) as caught:
+            _run(kernel, padded.SIGNATURE, padded.CONSTANTS, (1,), arguments, tmp_path)
+
+        assert (caught.value.tensor, caught.value.access) == ("x", "read")
 
 
 def test_an_unmasked_store_past_the_tensor_is_a_write_fault(tmp_path):

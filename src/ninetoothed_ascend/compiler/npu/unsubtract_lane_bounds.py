@@ -38,8 +38,9 @@ class UnsubtractLaneBounds(MaskPass):
         n)` read past `x`, `(a < n + c) & (a >= c)` and `(a + s >= 0) & (a + s
         < n)` with `s = -c` run without a fault and load the right lanes;
         ntops' rot90 (12 launches of `scripts/ntops_corpus.py record`) read 56
-        to 576 bytes before its input; `tests/check/test_lowered_run.py`'s
-        `lower_bound_mask`; `tests/compiler/npu/test_unsubtract_lane_bounds.py`
+        to 576 bytes before its input;
+        `tests/reproducers/subtracted_lane_bound_reads_masked_lanes.py`;
+        `tests/compiler/npu/test_unsubtract_lane_bounds.py`
     :Rewrites: `E - c < R` becomes `E < R + c`, `E - c >= 0` becomes `E >=
         c` (each scalar `c` subtracted beside the lanes)
     """
