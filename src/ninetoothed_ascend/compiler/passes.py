@@ -195,6 +195,31 @@ class MaskPass(Pass):
         raise NotImplementedError
 
 
+class ComparisonMaskPass(MaskPass):
+    """A :class:`MaskPass` that rewrites each comparison of a mask, innermost first.
+
+    Subclasses implement :meth:`rewrite_comparison`, which returns the
+    comparison to put in place of ``node`` (``node`` itself where nothing
+    changes) and calls :meth:`rewrote` for each change.
+    """
+
+    def rewrite_mask(self, mask):
+        return _Comparisons(self.rewrite_comparison).visit(mask)
+
+    def rewrite_comparison(self, node):
+        raise NotImplementedError
+
+
+class _Comparisons(Transformer):
+    def __init__(self, rewrite):
+        self._rewrite = rewrite
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+
+        return self._rewrite(node)
+
+
 def convert_if_dtype(name, from_dtype, to_dtype):
     """Return the source of ``triton.jit`` function ``name(x)`` that converts ``from_dtype`` blocks to ``to_dtype``.
 

@@ -2,11 +2,11 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import MaskPass
-from ninetoothed_ascend.compiler.syntax import Transformer, same
+from ninetoothed_ascend.compiler.passes import ComparisonMaskPass
+from ninetoothed_ascend.compiler.syntax import same
 
 
-class ScalarizeTileLowerBounds(MaskPass):
+class ScalarizeTileLowerBounds(ComparisonMaskPass):
     """Rewrite ``index * C + arange(0, C)[...] >= 0`` into ``index >= 0`` inside load and store masks.
 
     Constraint: ``triton-adapter-opt`` in triton-ascend 3.2.0 corrupts its heap
@@ -32,20 +32,10 @@ class ScalarizeTileLowerBounds(MaskPass):
     :Rewrites: that term becomes the exact `index >= 0`
     """
 
-    def rewrite_mask(self, mask):
-        return _LowerBoundRewriter(self).visit(mask)
-
-
-class _LowerBoundRewriter(Transformer):
-    def __init__(self, owner):
-        self._owner = owner
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-
-        for _, size, index, factor in lower_bound_terms(self._owner, node):
+    def rewrite_comparison(self, node):
+        for _, size, index, factor in lower_bound_terms(self, node):
             if same(factor, size):
-                self._owner.rewrote()
+                self.rewrote()
 
                 return index_lower_bound(index, node)
 

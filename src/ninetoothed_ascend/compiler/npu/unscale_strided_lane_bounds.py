@@ -6,11 +6,11 @@ from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
     arange_size,
     index_lower_bound,
 )
-from ninetoothed_ascend.compiler.passes import MaskPass, holds_arange
-from ninetoothed_ascend.compiler.syntax import Transformer, same
+from ninetoothed_ascend.compiler.passes import ComparisonMaskPass, holds_arange
+from ninetoothed_ascend.compiler.syntax import same
 
 
-class UnscaleStridedLaneBounds(MaskPass):
+class UnscaleStridedLaneBounds(ComparisonMaskPass):
     """Bound a dilated tile's lanes by their index, not by the offsets they address.
 
     A tile of lanes ``a = arange(0, C)`` that steps ``K`` elements (ntops'
@@ -41,30 +41,20 @@ class UnscaleStridedLaneBounds(MaskPass):
 
     TRIGGERS = ("triton.language.arange",)
 
-    def rewrite_mask(self, mask):
-        return _Rewriter(self).visit(mask)
-
-
-class _Rewriter(Transformer):
-    def __init__(self, owner):
-        self._owner = owner
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-
+    def rewrite_comparison(self, node):
         if not (len(node.ops) == 1 and isinstance(node.ops[0], (ast.Lt, ast.GtE))):
             return node
 
         term = self._strided_lanes(node.left)
         bound = node.comparators[0]
 
-        if term is None or holds_arange(self._owner, bound):
+        if term is None or holds_arange(self, bound):
             return node
 
         lanes, size, stride, start = term
 
         if isinstance(node.ops[0], ast.Lt):
-            self._owner.rewrote()
+            self.rewrote()
             remaining = bound if start is None else ast.BinOp(bound, ast.Sub(), start)
 
             return ast.copy_location(
@@ -91,7 +81,7 @@ class _Rewriter(Transformer):
         ):
             return node
 
-        self._owner.rewrote()
+        self.rewrote()
 
         return index_lower_bound(index, node)
 
@@ -114,14 +104,14 @@ class _Rewriter(Transformer):
                 (product.left, product.right),
                 (product.right, product.left),
             ):
-                size = arange_size(self._owner, lanes)
+                size = arange_size(self, lanes)
 
                 if (
                     size is not None
                     and isinstance(stride, ast.Constant)
                     and type(stride.value) is int
                     and stride.value > 1
-                    and (rest is None or not holds_arange(self._owner, rest))
+                    and (rest is None or not holds_arange(self, rest))
                 ):
                     return lanes, size, stride.value, rest
 
@@ -145,7 +135,7 @@ class _Rewriter(Transformer):
                     same(tile, size)
                     and isinstance(step, ast.Constant)
                     and step.value == stride
-                    and not holds_arange(self._owner, index)
+                    and not holds_arange(self, index)
                 ):
                     return index
 

@@ -2,11 +2,10 @@
 
 import ast
 
-from ninetoothed_ascend.compiler.passes import MaskPass, holds_arange
-from ninetoothed_ascend.compiler.syntax import Transformer
+from ninetoothed_ascend.compiler.passes import ComparisonMaskPass, holds_arange
 
 
-class UnsubtractLaneBounds(MaskPass):
+class UnsubtractLaneBounds(ComparisonMaskPass):
     """Bound a tile's lanes by a sum, not a difference: ``start + a - c < n`` becomes ``start + a < n + c``.
 
     A tile that begins before its tensor (a tensor padded in front: ntops'
@@ -47,27 +46,17 @@ class UnsubtractLaneBounds(MaskPass):
 
     TRIGGERS = ("triton.language.arange",)
 
-    def rewrite_mask(self, mask):
-        return _Rewriter(self).visit(mask)
-
-
-class _Rewriter(Transformer):
-    def __init__(self, owner):
-        self._owner = owner
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-
+    def rewrite_comparison(self, node):
         if not (
             len(node.ops) == 1
             and isinstance(node.ops[0], (ast.Lt, ast.GtE))
-            and holds_arange(self._owner, node.left)
-            and not holds_arange(self._owner, node.comparators[0])
+            and holds_arange(self, node.left)
+            and not holds_arange(self, node.comparators[0])
         ):
             return node
 
         terms = [
-            (sign, term, holds_arange(self._owner, term))
+            (sign, term, holds_arange(self, term))
             for sign, term in _signed_terms(node.left)
         ]
         added = [term for sign, term, _ in terms if sign > 0]
@@ -76,7 +65,7 @@ class _Rewriter(Transformer):
         if not subtracted or any(sign < 0 and lanes for sign, _, lanes in terms):
             return node
 
-        self._owner.rewrote()
+        self.rewrote()
         bound = node.comparators[0]
         moved = _sum(subtracted) if _is_zero(bound) else _sum([bound, *subtracted])
 
