@@ -8,6 +8,7 @@ where they are missing. No NPU is involved.
 import pytest
 import torch
 from lowered_kernels import add, divide, flip, lower_bound_mask, unmasked_store
+from reproducers import strided_lane_bound_reads_masked_lanes as strided
 from reproducers import subtracted_lane_bound_reads_masked_lanes as padded
 from reproducers.masked_gather_reads_masked_lanes import (
     CONSTANTS,
@@ -188,6 +189,29 @@ def test_a_bound_on_lanes_less_a_pad_reads_every_lane(summed, tmp_path):
     else:
         with pytest.raises(faults.Fault) as caught:
             _run(kernel, padded.SIGNATURE, padded.CONSTANTS, (1,), arguments, tmp_path)
+
+        assert (caught.value.tensor, caught.value.access) == ("x", "read")
+
+
+@pytest.mark.parametrize("unscaled", [False, True], ids=["scaled", "unscaled"])
+def test_a_bound_on_strided_lanes_offsets_reads_every_lane(unscaled, tmp_path):
+    # tests/reproducers/strided_lane_bound_reads_masked_lanes.py: the adapter
+    # folds ``a < m`` into the strided copy, not ``a * K < n``
+    # (UnscaleStridedLaneBounds).
+    kernel = strided.diagonal_unscaled if unscaled else strided.diagonal
+    x = torch.arange(25, dtype=torch.float32)
+    out = torch.zeros(8)
+    arguments = {"x": x, "out": out, "n": 25}
+
+    if unscaled:
+        _run(kernel, strided.SIGNATURE, strided.CONSTANTS, (1,), arguments, tmp_path)
+
+        assert torch.equal(out[:5], x.view(5, 5).diagonal()) and not out[5:].any()
+    else:
+        with pytest.raises(faults.Fault) as caught:
+            _run(
+                kernel, strided.SIGNATURE, strided.CONSTANTS, (1,), arguments, tmp_path
+            )
 
         assert (caught.value.tensor, caught.value.access) == ("x", "read")
 

@@ -34,6 +34,7 @@ class UnscaleStridedLaneBounds(ComparisonMaskPass):
         `scripts/ntops_corpus.py record`, strides 4, 6, 7, 9) faulted on the
         fenced tensor's end (`memref.copy` of `memref<32xf32, strided<[6]>>`)
         before the rewrite and ran without a fault after;
+        `tests/reproducers/strided_lane_bound_reads_masked_lanes.py`;
         `tests/compiler/npu/test_unscale_strided_lane_bounds.py`
     :Rewrites: `start + a * K < n` becomes `a < (n - start + K - 1) // K`;
         `index * (C * K) + a * K >= 0` becomes `index >= 0`
