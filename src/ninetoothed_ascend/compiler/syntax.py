@@ -227,6 +227,25 @@ def summands(node):
     return operands(node, ast.Add)
 
 
+def added(terms):
+    """The chain of ``+`` of ``terms`` (a non-empty ``list`` of ``ast`` expressions), left to right: what :func:`summands` reads back."""
+
+    total = terms[0]
+
+    for term in terms[1:]:
+        total = ast.BinOp(total, ast.Add(), term)
+
+    return total
+
+
+def is_zero(node):
+    """Whether ``node`` is the ``int`` literal ``0``."""
+
+    return (
+        isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
+    )
+
+
 def tuple_element(node):
     """What ``node`` reads where it indexes a tuple display with a literal: ``(1, 128)[1]`` is ``128`` (NineToothed writes a tile's dimension so); any other node is itself."""
 

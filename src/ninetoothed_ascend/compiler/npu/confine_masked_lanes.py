@@ -4,6 +4,7 @@ import ast
 
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
+    added,
     clone,
     find,
     keyword,
@@ -191,13 +192,13 @@ class ConfineMaskedLanes(Pass):
                     return None
 
                 body, orelse = (
-                    confined if confined is not None else _sum(inner)
+                    confined if confined is not None else added(inner)
                     for inner, confined in branches
                 )
 
                 return ast.IfExp(term.test, body, orelse)
 
-        offset = _sum(terms)
+        offset = added(terms)
 
         if not self._gathers(offset):
             return None
@@ -400,12 +401,3 @@ def _same_flag(first, second):
         and isinstance(second, ast.Name)
         and first.id == second.id
     )
-
-
-def _sum(terms):
-    result = terms[0]
-
-    for term in terms[1:]:
-        result = ast.BinOp(result, ast.Add(), term)
-
-    return result

@@ -3,7 +3,7 @@
 import ast
 
 from ninetoothed_ascend.compiler.passes import ComparisonMaskPass
-from ninetoothed_ascend.compiler.syntax import same
+from ninetoothed_ascend.compiler.syntax import is_zero, same
 
 
 class ScalarizeTileLowerBounds(ComparisonMaskPass):
@@ -60,7 +60,7 @@ def lower_bound_terms(owner, node):
         isinstance(node, ast.Compare)
         and len(node.ops) == 1
         and isinstance(node.ops[0], ast.GtE)
-        and _is_zero(node.comparators[0])
+        and is_zero(node.comparators[0])
         and isinstance(node.left, ast.BinOp)
         and isinstance(node.left.op, ast.Add)
     ):
@@ -98,7 +98,7 @@ def arange_size(owner, node):
         owner.is_call_to(node, "triton.language.arange")
         and len(node.args) == 2
         and not node.keywords
-        and _is_zero(node.args[0])
+        and is_zero(node.args[0])
     ):
         return node.args[1]
 
@@ -111,10 +111,4 @@ def index_lower_bound(index, node):
     return ast.copy_location(
         ast.Compare(left=index, ops=[ast.GtE()], comparators=[ast.Constant(0)]),
         node,
-    )
-
-
-def _is_zero(node):
-    return (
-        isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
     )

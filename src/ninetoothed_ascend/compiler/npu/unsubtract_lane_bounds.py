@@ -3,6 +3,7 @@
 import ast
 
 from ninetoothed_ascend.compiler.passes import ComparisonMaskPass, holds_arange
+from ninetoothed_ascend.compiler.syntax import added, is_zero
 
 
 class UnsubtractLaneBounds(ComparisonMaskPass):
@@ -59,7 +60,7 @@ class UnsubtractLaneBounds(ComparisonMaskPass):
             (sign, term, holds_arange(self, term))
             for sign, term in _signed_terms(node.left)
         ]
-        added = [term for sign, term, _ in terms if sign > 0]
+        kept = [term for sign, term, _ in terms if sign > 0]
         subtracted = [term for sign, term, lanes in terms if sign < 0 and not lanes]
 
         if not subtracted or any(sign < 0 and lanes for sign, _, lanes in terms):
@@ -67,9 +68,9 @@ class UnsubtractLaneBounds(ComparisonMaskPass):
 
         self.rewrote()
         bound = node.comparators[0]
-        moved = _sum(subtracted) if _is_zero(bound) else _sum([bound, *subtracted])
+        moved = added(subtracted) if is_zero(bound) else added([bound, *subtracted])
 
-        return ast.copy_location(ast.Compare(_sum(added), [node.ops[0]], [moved]), node)
+        return ast.copy_location(ast.Compare(added(kept), [node.ops[0]], [moved]), node)
 
 
 def _signed_terms(node, sign=1):
@@ -83,18 +84,3 @@ def _signed_terms(node, sign=1):
         yield from _signed_terms(node.operand, -sign)
     else:
         yield sign, node
-
-
-def _sum(terms):
-    total = terms[0]
-
-    for term in terms[1:]:
-        total = ast.BinOp(total, ast.Add(), term)
-
-    return total
-
-
-def _is_zero(node):
-    return (
-        isinstance(node, ast.Constant) and type(node.value) is int and node.value == 0
-    )
