@@ -294,6 +294,9 @@ class Sweep:
         else:
             command.append("--memory-report")
 
+            if options.single_buffered:
+                command.append("--single-buffered")
+
             if options.timeout:
                 command += ["--timeout", str(options.timeout)]
 
@@ -579,6 +582,7 @@ def print_sweep_summary(launches, level):
                 row["configs"] += 1
                 row[outcome] += 1
                 row["crashed"] += bool(compiled.get("crashes"))
+                row["unreported"] += bool(compiled.get("report_error"))
                 required = compiled.get("ub_required_bytes") or 0
                 needed[launch["module"]] = max(needed[launch["module"]], required)
                 model = config.get("ub_model_bytes")
@@ -632,6 +636,10 @@ def print_sweep_summary(launches, level):
         print(
             f"bishengir-compile crashed on {total['crashed']} configs and was run "
             "again (check.bishengir.CRASH_RUNS)"
+        )
+        print(
+            f"its run with --enable-memory-display failed on {total['unreported']} "
+            "configs, whose outcome the launch's own command decided (no plan)"
         )
 
     _print_failures(failures)
@@ -779,6 +787,12 @@ def main(argv=None):
     )
     sweeping.add_argument(
         "--modules", help="comma-separated ntops modules to check (default: all)"
+    )
+    sweeping.add_argument(
+        "--single-buffered",
+        action="store_true",
+        help="level 3: compile with multi-buffering off (check --single-buffered), "
+        "the plan the UB model estimates; not what a launch compiles",
     )
     sweeping.add_argument("--json", help="write every launch's results here")
     sweeping.add_argument(

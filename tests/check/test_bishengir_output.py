@@ -80,7 +80,7 @@ def _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs):
     compiler = tmp_path / "bishengir-compile"
     compiler.write_text(
         "#!/bin/sh\n"
-        f"echo run >> {runs}\n"
+        f'echo "$*" >> {runs}\n'
         f'if [ "$(wc -l < {runs})" -le {crashing_runs} ]; then\n'
         f"  cat {tmp_path / 'crash.txt'} >&2; kill -SEGV $$\n"
         "fi\n"
@@ -123,6 +123,67 @@ def test_a_diagnosed_error_is_not_run_again(tmp_path, monkeypatch):
 
     assert (result.outcome, result.crashes) == ("error", 0)
     assert len(runs.read_text().splitlines()) == 1
+
+
+def _compiler_that_fails_to_report(tmp_path, monkeypatch, failure):
+    # A stand-in bishengir-compile: with --enable-memory-display it prints
+    # ``failure`` (and dies of SIGSEGV after a crash report); without it, it
+    # reaches hivmc. Each run's arguments are appended to ``runs``.
+    runs = tmp_path / "runs"
+    runs.write_text("")
+    (tmp_path / "failure.txt").write_text(failure)
+    (tmp_path / "hivmc.txt").write_text(REACHED_HIVMC)
+    die = "kill -SEGV $$" if "Stack dump:" in failure else "exit 1"
+    compiler = tmp_path / "bishengir-compile"
+    compiler.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {runs}\n'
+        'case "$*" in *--enable-memory-display*)\n'
+        f"  cat {tmp_path / 'failure.txt'} >&2; {die};;\n"
+        "esac\n"
+        f"cat {tmp_path / 'hivmc.txt'} >&2; exit 1\n"
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setattr(bishengir, "compiler_path", lambda arch: compiler)
+
+    return runs
+
+
+TILING_INFO = (
+    "loc(\"kernel.ttadapter.mlir\":166:18): error: 'scf.for' op Failed to "
+    "collect vector loop tiling info\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reporting_runs", "reported"),
+    [(CRASH, bishengir.CRASH_RUNS, "clone3"), (TILING_INFO, 1, "tiling info")],
+    ids=["crash", "diagnosed"],
+)
+def test_a_failed_memory_report_leaves_the_outcome_to_the_launchs_command(
+    tmp_path, monkeypatch, failure, reporting_runs, reported
+):
+    runs = _compiler_that_fails_to_report(tmp_path, monkeypatch, failure)
+
+    result = bishengir.compile_linalg("module {}", memory_report=True)
+
+    assert (result.outcome, result.planned_ub_bytes) == ("hivmc", None)
+    assert reported in result.report_error
+    commands = runs.read_text().splitlines()
+    assert ["--enable-memory-display" in command for command in commands] == [
+        True
+    ] * reporting_runs + [False]
+
+
+def test_an_error_of_the_launchs_command_stays_an_error(tmp_path, monkeypatch):
+    runs = _compiler_that_fails_to_report(tmp_path, monkeypatch, TILING_INFO)
+    (tmp_path / "hivmc.txt").write_text(TILING_INFO)
+
+    result = bishengir.compile_linalg("module {}", memory_report=True)
+
+    assert result.outcome == "error"
+    assert "Failed to collect vector loop tiling info" in result.message
+    assert len(runs.read_text().splitlines()) == 2
 
 
 def test_the_planned_ub_is_the_end_of_the_highest_buffer(tmp_path):
@@ -173,3 +234,19 @@ def test_noncontiguous_inputs_have_the_same_values_and_other_strides():
     assert torch.equal(rows, matrix) and rows.stride() == (6, 1)
     assert torch.equal(shifted, vector) and shifted.data_ptr() % 16 != 0
     assert same is scalar and number == 3
+
+
+def test_a_single_buffered_stage_turns_multi_buffering_off_whatever_the_launch_states(
+    tmp_path, monkeypatch
+):
+    from ninetoothed_ascend.check.compile_check import BiShengIRStage
+
+    runs = _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs=0)
+
+    with BiShengIRStage(single_buffered=True) as stage:
+        result = stage.submit("module {}", {"multibuffer": True}).result()
+
+    assert result.outcome == "hivmc"
+    (command,) = runs.read_text().splitlines()
+    assert "--enable-auto-multi-buffer=False" in command.split()
+    assert "--enable-auto-multi-buffer=True" not in command.split()

@@ -1,5 +1,7 @@
 """What the compile check remembers of BiShengIR's outcomes (no compiler needed)."""
 
+import dataclasses
+
 import pytest
 
 from ninetoothed_ascend.cache import Cache
@@ -39,8 +41,14 @@ def test_an_outcome_reached_after_a_crash_is_remembered_without_it(tmp_path):
 
 @pytest.mark.parametrize(
     "result",
-    [_result("timeout"), _result("error", crashes=bishengir.CRASH_RUNS)],
-    ids=["timeout", "crashed-on-every-run"],
+    [
+        _result("timeout"),
+        _result("error", crashes=bishengir.CRASH_RUNS),
+        dataclasses.replace(
+            _result("hivmc"), planned_ub_bytes=None, report_error="Stack dump:"
+        ),
+    ],
+    ids=["timeout", "crashed-on-every-run", "memory-report-failed"],
 )
 def test_an_outcome_of_the_run_not_of_the_kernel_is_not_remembered(tmp_path, result):
     cache = Cache(tmp_path)

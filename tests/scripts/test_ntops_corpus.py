@@ -169,6 +169,39 @@ def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
     }
 
 
+def test_sweep_counts_a_failed_memory_report_apart_from_failures(capsys):
+    launch = {
+        "module": "scaled_dot_product_attention",
+        "error": None,
+        "refused": None,
+        "configs": [
+            {
+                "config": {"BLOCK_SIZE_M": 64},
+                "seconds": {"ttir": 0.1, "ttadapter": 0.1, "bishengir": 1.0},
+                "discrete_mem_access": 0,
+                "ub_model_bytes": 100000,
+                "bishengir": {
+                    "outcome": "hivmc",
+                    "ub_required_bytes": None,
+                    "ub_available_bytes": None,
+                    "planned_ub_bytes": None,
+                    "message": "",
+                    "crashes": 0,
+                    "report_error": "error: 'scf.for' op Failed to collect vector "
+                    "loop tiling info",
+                },
+            }
+        ],
+    }
+
+    failures = ntops_corpus.print_sweep_summary([launch], 3)
+    printed = capsys.readouterr().out
+
+    assert ntops_corpus.unknown_failures(failures) == {}
+    assert "--enable-memory-display failed on 1 configs" in printed
+    assert "UB model / BiShengIR: no config with both" in printed
+
+
 def test_lowered_sweep_counts_what_ran_and_names_a_fault_among_the_failures(capsys):
     # ``check --run --json`` reports one record per kernel: outcome and detail.
     def launch(module, outcome, detail):

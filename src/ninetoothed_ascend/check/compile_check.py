@@ -110,6 +110,10 @@ class BiShengIRStage:
     :param timeout: ``float`` seconds per compile, or ``None``.
     :param memory_report: ``bool``, ask BiShengIR for its UB plan
         (``planned_ub_bytes``).
+    :param single_buffered: ``bool``, compile with ``multibuffer=False``
+        whatever the launch's options: the plan BiShengIR falls back to on
+        an overflow, which the UB model estimates. A measurement of the
+        model, not what a launch compiles.
     :param cache: :class:`~ninetoothed_ascend.cache.Cache` to remember
         outcomes in, or ``None``.
     :raises ValueError: ``arch`` is not a SoC BiShengIR knows.
@@ -124,10 +128,12 @@ class BiShengIRStage:
         jobs=1,
         timeout=None,
         memory_report=False,
+        single_buffered=False,
         cache=None,
     ):
         bishengir_compiler.compiler_path(arch)
         self.arch = arch
+        self.single_buffered = single_buffered
         self.timeout = timeout
         self.memory_report = memory_report
         self.cache = cache
@@ -138,7 +144,12 @@ class BiShengIRStage:
     def submit(self, linalg, options=None):
         """Start (or find) the compile of ``linalg`` (``str``) with a launch's ``options`` (``dict``, see :func:`~ninetoothed_ascend.check.bishengir.option_flags`); return a ``concurrent.futures.Future`` of its :class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`."""
 
-        flags = bishengir_compiler.option_flags(options or {}, self.arch)
+        options = dict(options or {})
+
+        if self.single_buffered:
+            options["multibuffer"] = False
+
+        flags = bishengir_compiler.option_flags(options, self.arch)
         key = hashlib.sha256(
             repr(
                 (

@@ -68,13 +68,18 @@ def recall_stages(cache, stamp):
 
 
 def remember_outcome(cache, key, result):
-    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout or a crash on every run.
+    """Keep ``result`` (:class:`~ninetoothed_ascend.check.bishengir.BiShengIRResult`) under ``key``, unless it is a timeout, a crash on every run, or lacks the memory report it was asked for.
 
     What is kept is the compile's outcome, not how often its runs crashed
-    (``crashes`` is kept as 0).
+    (``crashes`` is kept as 0). A result whose memory-display run failed
+    (``report_error``) is not kept, so that a later check asks for the plan again.
     """
 
-    if result.outcome in KEPT_OUTCOMES and result.crashes < bishengir.CRASH_RUNS:
+    if (
+        result.outcome in KEPT_OUTCOMES
+        and result.crashes < bishengir.CRASH_RUNS
+        and not result.report_error
+    ):
         kept = dataclasses.replace(result, crashes=0)
         cache.remember(BISHENGIR_MEMO, key, json.dumps(dataclasses.asdict(kept)))
 
@@ -121,4 +126,5 @@ def _is_outcome(result):
         and isinstance(result.message, str)
         and isinstance(result.arch, str)
         and type(result.crashes) is int
+        and isinstance(result.report_error, str)
     )

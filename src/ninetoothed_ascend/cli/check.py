@@ -68,6 +68,13 @@ from ninetoothed_ascend.warm import one_line
     "and report the bytes it plans beside the UB model's.",
 )
 @click.option(
+    "--single-buffered",
+    is_flag=True,
+    help="Compile with multi-buffering off (multibuffer=False), the plan "
+    "BiShengIR falls back to on an overflow and the one the UB model "
+    "estimates: a measurement of the model, not what a launch compiles.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=1,
@@ -107,6 +114,7 @@ def check(
     non_contiguous,
     bishengir,
     memory_report,
+    single_buffered,
     jobs,
     timeout,
     run,
@@ -206,6 +214,7 @@ def check(
                 jobs=jobs,
                 timeout=timeout,
                 memory_report=memory_report,
+                single_buffered=single_buffered,
                 cache=cache,
             )
         except bishengir_module.BiShengIRNotInstalled as error:
@@ -401,6 +410,12 @@ def _bishengir_line(result):
 
     if outcome.crashes:
         seconds += f"; bishengir-compile crashed on {outcome.crashes} runs"
+
+    if outcome.report_error:
+        seconds += (
+            "; its run with --enable-memory-display failed "
+            f"({outcome.report_error}), the launch's command decided"
+        )
 
     model = (
         f"; UB model {result.ub_model_bytes} B"
