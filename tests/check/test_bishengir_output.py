@@ -70,19 +70,22 @@ Stack dump:
 """
 
 
-def _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs):
-    # A stand-in bishengir-compile: its first ``crashing_runs`` runs print
-    # CRASH and die of SIGSEGV, the next ones reach hivmc.
+def _stand_in_compiler(tmp_path, monkeypatch, failing_when, failure):
+    # A stand-in bishengir-compile: each run appends its arguments to
+    # ``runs``; where the shell condition ``failing_when`` holds it prints
+    # ``failure`` and fails (dying of SIGSEGV after a crash report), else it
+    # reaches hivmc.
     runs = tmp_path / "runs"
     runs.write_text("")
-    (tmp_path / "crash.txt").write_text(CRASH)
+    (tmp_path / "failure.txt").write_text(failure)
     (tmp_path / "hivmc.txt").write_text(REACHED_HIVMC)
+    die = "kill -SEGV $$" if "Stack dump:" in failure else "exit 1"
     compiler = tmp_path / "bishengir-compile"
     compiler.write_text(
         "#!/bin/sh\n"
         f'echo "$*" >> {runs}\n'
-        f'if [ "$(wc -l < {runs})" -le {crashing_runs} ]; then\n'
-        f"  cat {tmp_path / 'crash.txt'} >&2; kill -SEGV $$\n"
+        f"if {failing_when.format(runs=runs)}; then\n"
+        f"  cat {tmp_path / 'failure.txt'} >&2; {die}\n"
         "fi\n"
         f"cat {tmp_path / 'hivmc.txt'} >&2; exit 1\n"
     )
@@ -90,6 +93,16 @@ def _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs):
     monkeypatch.setattr(bishengir, "compiler_path", lambda arch: compiler)
 
     return runs
+
+
+def _compiler_that_crashes(tmp_path, monkeypatch, crashing_runs):
+    # Its first ``crashing_runs`` runs crash, the next ones reach hivmc.
+    return _stand_in_compiler(
+        tmp_path,
+        monkeypatch,
+        '[ "$(wc -l < {runs})" -le ' + str(crashing_runs) + " ]",
+        CRASH,
+    )
 
 
 def test_a_compile_that_crashes_is_run_again(tmp_path, monkeypatch):
@@ -126,27 +139,14 @@ def test_a_diagnosed_error_is_not_run_again(tmp_path, monkeypatch):
 
 
 def _compiler_that_fails_to_report(tmp_path, monkeypatch, failure):
-    # A stand-in bishengir-compile: with --enable-memory-display it prints
-    # ``failure`` (and dies of SIGSEGV after a crash report); without it, it
-    # reaches hivmc. Each run's arguments are appended to ``runs``.
-    runs = tmp_path / "runs"
-    runs.write_text("")
-    (tmp_path / "failure.txt").write_text(failure)
-    (tmp_path / "hivmc.txt").write_text(REACHED_HIVMC)
-    die = "kill -SEGV $$" if "Stack dump:" in failure else "exit 1"
-    compiler = tmp_path / "bishengir-compile"
-    compiler.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> {runs}\n'
-        'case "$*" in *--enable-memory-display*)\n'
-        f"  cat {tmp_path / 'failure.txt'} >&2; {die};;\n"
-        "esac\n"
-        f"cat {tmp_path / 'hivmc.txt'} >&2; exit 1\n"
+    # With --enable-memory-display it fails with ``failure``; without it, it
+    # reaches hivmc.
+    return _stand_in_compiler(
+        tmp_path,
+        monkeypatch,
+        'echo "$*" | grep -q -- --enable-memory-display',
+        failure,
     )
-    compiler.chmod(0o755)
-    monkeypatch.setattr(bishengir, "compiler_path", lambda arch: compiler)
-
-    return runs
 
 
 TILING_INFO = (

@@ -140,9 +140,11 @@ def test_sweep_counts_a_launch_the_npu_variant_refuses_apart_from_failures(capsy
     assert f"1  [refused] {refusal}" in printed
 
 
-def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
-    launch = {
-        "module": "add",
+def _compiled_launch(module, bishengir):
+    # A level-3 sweep result: one launch of ``module``, one config of 100,000
+    # bytes by the UB model, with the BiShengIR result ``bishengir``.
+    return {
+        "module": module,
         "error": None,
         "refused": None,
         "configs": [
@@ -151,16 +153,23 @@ def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
                 "seconds": {"ttir": 0.1, "ttadapter": 0.1, "bishengir": 1.0},
                 "discrete_mem_access": 0,
                 "ub_model_bytes": 100000,
-                "bishengir": {
-                    "outcome": "ub_overflow",
-                    "ub_required_bytes": 262144,
-                    "ub_available_bytes": 196608,
-                    "planned_ub_bytes": None,
-                    "message": "ub overflow, requires 262144 bits",
-                },
+                "bishengir": bishengir,
             }
         ],
     }
+
+
+def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
+    launch = _compiled_launch(
+        "add",
+        {
+            "outcome": "ub_overflow",
+            "ub_required_bytes": 262144,
+            "ub_available_bytes": 196608,
+            "planned_ub_bytes": None,
+            "message": "ub overflow, requires 262144 bits",
+        },
+    )
 
     failures = ntops_corpus.print_sweep_summary([launch], 3)
 
@@ -170,29 +179,19 @@ def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
 
 
 def test_sweep_counts_a_failed_memory_report_apart_from_failures(capsys):
-    launch = {
-        "module": "scaled_dot_product_attention",
-        "error": None,
-        "refused": None,
-        "configs": [
-            {
-                "config": {"BLOCK_SIZE_M": 64},
-                "seconds": {"ttir": 0.1, "ttadapter": 0.1, "bishengir": 1.0},
-                "discrete_mem_access": 0,
-                "ub_model_bytes": 100000,
-                "bishengir": {
-                    "outcome": "hivmc",
-                    "ub_required_bytes": None,
-                    "ub_available_bytes": None,
-                    "planned_ub_bytes": None,
-                    "message": "",
-                    "crashes": 0,
-                    "report_error": "error: 'scf.for' op Failed to collect vector "
-                    "loop tiling info",
-                },
-            }
-        ],
-    }
+    launch = _compiled_launch(
+        "scaled_dot_product_attention",
+        {
+            "outcome": "hivmc",
+            "ub_required_bytes": None,
+            "ub_available_bytes": None,
+            "planned_ub_bytes": None,
+            "message": "",
+            "crashes": 0,
+            "report_error": "error: 'scf.for' op Failed to collect vector "
+            "loop tiling info",
+        },
+    )
 
     failures = ntops_corpus.print_sweep_summary([launch], 3)
     printed = capsys.readouterr().out
