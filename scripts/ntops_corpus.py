@@ -98,7 +98,10 @@ KNOWN_FAILURES = {
         "adaptive_avg_pool2d; first invalid read at the frame of "
         "tests/reproducers/adapter_lower_bound_crash.py), and now and then "
         "crashes on it: lp_pool1d in 2 of 4 level-2 sweeps of the pooling "
-        "modules; not yet cured (docs/ascend.md)",
+        "modules. Bisected on lp_pool1d's TTIR: the one term that does it is "
+        "the store mask's (sub_block + arange(0, 256)) >= 0, which "
+        "SplitSubBlocks makes of arange(0, 1024) >= 0; not yet cured "
+        "(docs/ascend.md)",
     ),
 }
 
