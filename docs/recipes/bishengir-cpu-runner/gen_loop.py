@@ -1,0 +1,47 @@
+import sys
+
+import triton
+import triton.language as tl
+from triton._C.libtriton import ir
+from triton.backends.ascend.compiler import AscendBackend, make_ttir, ttir_to_linalg
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # each program does TILES=2 consecutive tiles in a loop (gives BiShengIR a loop to multi-buffer)
+    pid = tl.program_id(0)
+    for i in range(0, 2):
+        offs = (pid * 2 + i) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m)
+        y = tl.load(y_ptr + offs, mask=m)
+        tl.store(out_ptr + offs, x + y, mask=m)
+
+
+target = GPUTarget("npu", "Ascend910B1", 0)
+backend = AscendBackend(target)
+src = ASTSource(
+    fn=add_kernel,
+    signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+    constants={"BLOCK": 128},
+)
+opts = backend.parse_options({})
+ctx = ir.context()
+ir.load_dialects(ctx)
+backend.load_dialects(ctx)
+codegen_fns = backend.get_codegen_implementation()
+mod = src.make_ir(opts, codegen_fns, backend.get_module_map(), ctx)
+metadata = {
+    "hash": "x",
+    "enable_nd2nz_on_vector": False,
+    "enable_select_analysis": False,
+    "compile_on_910_95": False,
+    "force_simt_template": False,
+    "enable_linearize": False,
+}
+ttir = make_ttir(mod, metadata, opts)
+lin = ttir_to_linalg(ttir, metadata, opts, named_ops=True)
+open(sys.argv[1], "w").write(lin)
+print("ok", len(lin))
