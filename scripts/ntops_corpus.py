@@ -97,7 +97,7 @@ KNOWN_FAILURES = {
         "launches, on max_pool1d, max_pool3d, lp_pool2d and "
         "adaptive_avg_pool2d; first invalid read at the frame of "
         "tests/reproducers/adapter_lower_bound_crash.py), and now and then "
-        "crashes on it: lp_pool1d in 2 of 4 level-2 sweeps of the pooling "
+        "crashes on it: lp_pool1d in 4 of 12 level-2 sweeps of the pooling "
         "modules. Bisected on lp_pool1d's TTIR: the one term that does it is "
         "the store mask's (sub_block + arange(0, 256)) >= 0, which "
         "SplitSubBlocks makes of arange(0, 1024) >= 0; not yet cured "
