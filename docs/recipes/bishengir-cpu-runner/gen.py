@@ -18,12 +18,26 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + y, mask=m)
 
 
+@triton.jit
+def add_loop_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Each program adds 2 consecutive tiles in a loop: a loop for BiShengIR to multi-buffer.
+    pid = tl.program_id(0)
+    for i in range(0, 2):
+        offs = (pid * 2 + i) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m)
+        y = tl.load(y_ptr + offs, mask=m)
+        tl.store(out_ptr + offs, x + y, mask=m)
+
+
+# gen.py OUT [--loop]: the ttadapter output of add_kernel (BLOCK 256), or of add_loop_kernel (BLOCK 128).
+loop = "--loop" in sys.argv[2:]
 target = GPUTarget("npu", "Ascend910B1", 0)
 backend = AscendBackend(target)
 src = ASTSource(
-    fn=add_kernel,
+    fn=add_loop_kernel if loop else add_kernel,
     signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
-    constants={"BLOCK": 256},
+    constants={"BLOCK": 128 if loop else 256},
 )
 opts = backend.parse_options({})
 ctx = ir.context()

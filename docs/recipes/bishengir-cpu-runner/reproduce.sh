@@ -13,7 +13,7 @@ echo "work directory: $work"
 B=$($PY -c 'import ascendnpuir,os;print(os.path.join(os.path.dirname(ascendnpuir.__file__),"bin"))')
 rm -f add.dump.txt addloop.dump.txt
 nice -n 10 $PY gen.py add.ttadapter.mlir            # masked vector add, BLOCK 256 (grid 4, n 1000 in the wrapper)
-nice -n 10 $PY gen_loop.py addloop.ttadapter.mlir   # same, 2 tiles of 128 per program in a loop (multi-buffered)
+nice -n 10 $PY gen.py addloop.ttadapter.mlir --loop   # same, 2 tiles of 128 per program in a loop (multi-buffered)
 python3 make_wrapper.py w_pid.mlir --pid-args; python3 make_wrapper.py w_ffts_pid.mlir --ffts --pid-args
 python3 make_wrapper.py w_ffts.mlir --ffts;     python3 make_wrapper.py w_ffts_gm.mlir --ffts --gm
 echo "## (b) module after pass K + our host wrapper -> bishengir-opt --lower-for-cpu-runner-pipeline -> CPU"
