@@ -157,6 +157,24 @@ def test_split_sub_blocks_loops_over_a_literal_block_whose_lanes_are_independent
     assert "tl.max(window, axis=1)" in source
 
 
+def test_split_sub_blocks_bounds_a_sub_block_s_lanes_below_by_its_start(monkeypatch):
+    # NineToothed's masks hold ``arange(0, P) >= 0``; on a sub-block that
+    # would be the runtime lower bound ``j + arange(0, S) >= 0`` that makes
+    # triton-adapter-opt 3.2.0 read freed memory. ``j >= 0`` is the same mask.
+    monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", "8192")
+    source, count = rewrite(
+        SplitSubBlocks,
+        POOL.replace(
+            "mask=lanes[:, None] < n,",
+            "mask=(lanes[:, None] < n) & (tl.arange(0, 1024)[:, None] >= 0),",
+        ).replace("mask=lanes < n)", "mask=(lanes < n) & (tl.arange(0, 1024) >= 0))"),
+    )
+
+    assert count == 1
+    assert source.count("& (ninetoothed_sub_block >= 0)") == 2
+    assert ") >= 0" not in source
+
+
 @pytest.mark.parametrize(
     ("original", "replacement"),
     [

@@ -16,6 +16,9 @@ from ninetoothed_ascend.compiler.facts import layout_facts
 from ninetoothed_ascend.compiler.generated import launch_arguments
 from ninetoothed_ascend.compiler.libdevice_table import ASCEND_FUNCTIONS
 from ninetoothed_ascend.compiler.npu.remap_libdevice import ASCEND_LIBDEVICE_MODULES
+from ninetoothed_ascend.compiler.npu.scalarize_tile_lower_bounds import (
+    index_lower_bound,
+)
 from ninetoothed_ascend.compiler.npu.ub.model import KernelModel, UnknownSize
 from ninetoothed_ascend.compiler.passes import Pass
 from ninetoothed_ascend.compiler.syntax import (
@@ -23,6 +26,7 @@ from ninetoothed_ascend.compiler.syntax import (
     clone,
     find,
     insert_after_imports,
+    is_zero,
     structure,
     tuple_element,
     walk,
@@ -567,6 +571,25 @@ _SHAPES = {
 _MAX_GROUPS = 6
 
 
+def _unsubscripted(node):
+    # ``x[:, None]`` -> ``x``: indexing that only adds axes keeps the lanes.
+    while type(node) is ast.Subscript:
+        node = node.value
+
+    return node
+
+
+def _is_sub_block_lanes(node):
+    # ``ninetoothed_sub_block + <arange>``, as ``SubBlocks._take_lanes`` writes it.
+    return (
+        type(node) is ast.BinOp
+        and type(node.op) is ast.Add
+        and type(node.left) is ast.Name
+        and node.left.id == "ninetoothed_sub_block"
+        and type(node.right) is ast.Call
+    )
+
+
 def _is_literal(node, value):
     return (
         isinstance(node, ast.Constant)
@@ -857,6 +880,23 @@ class _Splitter:
 
             return ast.BinOp(
                 ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
+            )
+
+        # ``j + arange(0, S) >= 0`` holds exactly when ``j >= 0``: ``j`` is a
+        # multiple of ``S``. The lanes' form, a runtime lower bound in a
+        # mask, makes triton-adapter-opt 3.2.0 read freed memory
+        # (ScalarizeTileLowerBounds has the rule and its source; measured
+        # on ntops' lp_pool1d with block_size=1024 under valgrind: 838
+        # errors with that one term, 0 without it).
+        if (
+            type(node) is ast.Compare
+            and len(node.ops) == 1
+            and type(node.ops[0]) is ast.GtE
+            and is_zero(node.comparators[0])
+            and _is_sub_block_lanes(_unsubscripted(node.left))
+        ):
+            return index_lower_bound(
+                ast.Name("ninetoothed_sub_block", ast.Load()), node
             )
 
         return node
