@@ -79,31 +79,8 @@ CLI = (
 
 #: The failures of ntops' corpus that stand, each with its reason: the start
 #: of the summary's message group -> (the ntops modules it may come from,
-#: why). ``sweep --strict`` fails on any other.
-KNOWN_FAILURES = {
-    "[ttadapter] ": (
-        {
-            "adaptive_avg_pool2d",
-            "adaptive_max_pool2d",
-            "lp_pool1d",
-            "lp_pool2d",
-            "lp_pool3d",
-            "max_pool1d",
-            "max_pool3d",
-        },
-        "triton-adapter-opt 3.2.0 reads freed memory in its first pass "
-        "(--discrete-mask-access-conversion) on ntops' pooling launches with "
-        "block_size=1024 (valgrind: 838 errors on each of lp_pool1d's 4 "
-        "launches, on max_pool1d, max_pool3d, lp_pool2d and "
-        "adaptive_avg_pool2d; first invalid read at the frame of "
-        "tests/reproducers/adapter_lower_bound_crash.py), and now and then "
-        "crashes on it: lp_pool1d in 4 of 12 level-2 sweeps of the pooling "
-        "modules. Bisected on lp_pool1d's TTIR: the one term that does it is "
-        "the store mask's (sub_block + arange(0, 256)) >= 0, which "
-        "SplitSubBlocks makes of arange(0, 1024) >= 0; not yet cured "
-        "(docs/ascend.md)",
-    ),
-}
+#: why). ``sweep --strict`` fails on any other. None stands now.
+KNOWN_FAILURES = {}
 
 
 def ntops_root(option):

@@ -245,3 +245,27 @@ def test_lowered_sweep_counts_what_ran_and_names_a_fault_among_the_failures(caps
     assert [
         line.split() for line in printed.splitlines() if line.startswith("total")
     ] == [["total", "2", "1", "1", "0", "0"]]
+
+
+def test_strict_sweep_passes_a_failure_known_failures_names_for_its_module(
+    monkeypatch, capsys
+):
+    launch = _compiled_launch(
+        "add",
+        {
+            "outcome": "ub_overflow",
+            "ub_required_bytes": 262144,
+            "ub_available_bytes": 196608,
+            "planned_ub_bytes": None,
+            "message": "ub overflow, requires 262144 bits",
+        },
+    )
+    failures = ntops_corpus.print_sweep_summary([launch], 3)
+    known = {"[bishengir ub_overflow] ": ({"sub"}, "named for sub only")}
+    monkeypatch.setattr(ntops_corpus, "KNOWN_FAILURES", known)
+
+    assert ntops_corpus.unknown_failures(failures) == failures
+
+    known["[bishengir ub_overflow] "] = ({"add"}, "named for add")
+
+    assert ntops_corpus.unknown_failures(failures) == {}
