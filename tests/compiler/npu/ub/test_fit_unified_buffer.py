@@ -186,8 +186,8 @@ def test_fit_unified_buffer_sizes_launch_sizes_below_16_where_16_fits_nowhere(
 
 
 def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypatch):
-    # 12 bytes per lane contiguous, 68 strided: 48 KB fit 4096 and 512 lanes
-    # (NineToothed's 32 and 1024 are the strided candidates: only 32 fits).
+    # 12 bytes per lane contiguous, 32 strided: 48 KB fit 4096 and 1536 lanes
+    # (NineToothed's 32 and 1024 are the strided candidates: both fit).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 4096))
     source, count = rewrite(FitUnifiedBuffer, STRIDED, then=KEYED)
     tree = ast.parse(source)
@@ -197,7 +197,7 @@ def test_fit_unified_buffer_prunes_configs_at_the_launch_by_its_strides(monkeypa
 
     assert count == 1
     assert tried(1, 1) == [32, 1024, 2048, 4096]
-    assert tried(2, 1) == tried(1, 3) == [32]
+    assert tried(2, 1) == tried(1, 3) == [32, 1024]
     assert "key=['s', 't', 'n']" in source
 
 
@@ -359,8 +359,8 @@ STRIDED_HEAD_DIM = (
 
 def test_fit_unified_buffer_refuses_a_strided_launch_that_cannot_fit(monkeypatch):
     # 12 KB: contiguous (12 bytes per element), B x D = 1024 as in the
-    # head-dimension test; strided rows (68 bytes per element) fit B x D =
-    # 180, so at most D = 128 (B = 1).
+    # head-dimension test; strided rows (32 bytes per element) fit B x D =
+    # 384, so at most D = 256 (B = 1).
     monkeypatch.setenv("NINETOOTHED_ASCEND_UB_BYTES", str(12 * 1024))
     source, _ = rewrite(FitUnifiedBuffer, STRIDED_HEAD_DIM)
     tree = ast.parse(source)
@@ -369,21 +369,21 @@ def test_fit_unified_buffer_refuses_a_strided_launch_that_cannot_fit(monkeypatch
         return [config["B"] for config in launch_configs(tree, {"D": d, "s": s})]
 
     assert tried(64, 1) == [16]
-    assert tried(64, 2) == [2]
-    assert tried(128, 2) == [1]
+    assert tried(64, 2) == [4]
+    assert tried(256, 2) == [1]
 
     launch, recorded = recording_launch(tree)
     launch(Rows(256, 1), Rows(256, 1))
-    launch(Rows(128, 2), Rows(128, 2))
+    launch(Rows(256, 2), Rows(256, 2))
     assert len(recorded) == 2
 
     with pytest.raises(
         UnifiedBufferOverflowError,
         match=r"kernel `kernel` cannot run on Ascend with an innermost stride other "
-        r"than 1 \(s\) with D above 128: .* needs 17408 bytes .* "
+        r"than 1 \(s\) with D above 256: .* needs 16384 bytes .* "
         r"Pass contiguous tensors",
     ):
-        launch(Rows(256, 2), Rows(256, 2))
+        launch(Rows(512, 2), Rows(512, 2))
 
     assert len(recorded) == 2
 

@@ -119,9 +119,10 @@ def test_model_counts_strided_accesses_at_32_bytes_per_element():
     assert footprint(kernel, aliases, {"B": 1024}, contiguous=True).peak == 1024 * 12
     contiguous = footprint(kernel, aliases, {"B": 1024}, contiguous=True)
     assert contiguous.unit_strides == {"s", "t"}
-    # Strided: the load's 32-byte block per element, single-buffered, live
-    # at the store with the result and the store's own 32-byte blocks.
-    assert peak() == peak(s=2) == 1024 * (32 + 4 + 32)
+    # Strided: the load's 32-byte block per element, single-buffered; x + 1,
+    # laid out so too, computed in place of x (its last read) and scattered
+    # from there.
+    assert peak() == peak(s=2) == 1024 * 32
 
 
 def test_model_prices_a_flattened_gather_by_its_layout_flag():
@@ -201,9 +202,9 @@ def _launch_sized(kernel, aliases, config):
 def test_model_keeps_a_strided_load_s_buffer_through_lower_float64s_helper():
     # LowerFloat64 wraps every load in a helper that the frontend folds away
     # for every dtype but fp64: the add computes on both strided loads'
-    # buffers of 32-byte blocks at once (add fp32 with innermost strides of
-    # 3 at 4096 lanes: 262,144 B, BiShengIR's overflow), and on a
-    # contiguous load's block as for any function.
+    # buffers of 32-byte blocks at once, in place of one (add fp32 with
+    # innermost strides of 3 at 4096 lanes: 262,144 B, BiShengIR's
+    # overflow), and on a contiguous load's block as for any function.
     source = f"""
     import triton.language as tl
     def kernel(a, b, c, s, B: tl.constexpr):
@@ -212,10 +213,47 @@ def test_model_keeps_a_strided_load_s_buffer_through_lower_float64s_helper():
         tl.store(c + tl.arange(0, B), x + y)
     """
 
-    assert model(source, {"B": 4096, "s": 3}).peak == 4096 * (32 + 32 + 4)
+    assert model(source, {"B": 4096, "s": 3}).peak == 4096 * (32 + 32)
     # Contiguous, at y's statement: x, y's double-buffered load and its
     # block after the helper.
     assert model(source, {"B": 4096, "s": 1}).peak == 4096 * (4 + 2 * 4 + 4)
+
+
+def test_model_keeps_a_strided_load_s_layout_in_the_values_computed_from_it():
+    # BiShengIR gives every value computed from a strided load one 32-byte
+    # block per element, as the load (ntops' atan along a dimension of
+    # stride 3: 8,192-B buffers for 256 lanes, 1,024-B with stride 1).
+    source = """
+    import triton.language as tl
+    def kernel(p, q, s, B: tl.constexpr):
+        x = tl.load(p + tl.arange(0, B) * s)
+        y = x * x
+        z = y + x
+        tl.store(q + tl.arange(0, B) * s, z)
+    """
+
+    # x, and y beside it (x is read again); z in place of y, both read for
+    # the last time.
+    assert model(source, {"B": 1024, "s": 3}).peak == 1024 * (32 + 32)
+    # Contiguous: 4 bytes per element, x double-buffered.
+    assert model(source, {"B": 1024, "s": 1}).peak == 1024 * (2 * 4 + 4 + 4)
+
+
+def test_model_lays_out_a_broadcast_result_by_its_own_innermost_axis():
+    # A strided column (one element per row, whatever its layout) broadcast
+    # along a contiguous row: the result's rows are the row's, 4 bytes per
+    # element.
+    source = """
+    import triton.language as tl
+    def kernel(p, q, r, s, B: tl.constexpr, C: tl.constexpr):
+        column = tl.load(p + tl.arange(0, B)[:, None] * s)
+        row = tl.load(q + tl.arange(0, C)[None, :])
+        tl.store(r + tl.arange(0, B)[:, None] * C + tl.arange(0, C)[None, :], column + row)
+    """
+
+    # column: B rows of one 32-byte block; row: C elements, double-buffered;
+    # the sum: B x C elements of 4 bytes.
+    assert model(source, {"B": 64, "C": 64, "s": 3}).peak == 64 * 32 + 2 * 64 * 4 + 64 * 64 * 4
 
 
 @pytest.mark.parametrize("stride", (1, 3))

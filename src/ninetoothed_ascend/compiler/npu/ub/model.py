@@ -29,11 +29,16 @@ The model (docs/ub.md has the derivation and its measured error):
   dtypes are not known when the variant is generated); a cast has its
   target's size; ``tl.dot`` accumulates in fp32; a comparison is 1 byte;
   other operations take the largest size among their operands;
+* layout: a strided or gather-like load takes one 32-byte UB block per
+  element, single-buffered, and so does every elementwise value computed
+  from it, which BiShengIR computes in place of such an operand read for
+  the last time (:func:`_layout`, :meth:`_Model.combine`);
 * liveness: a variable's tile is live from its assignment to its last use,
   to the end of the loop for a variable used in a loop but defined before
   it (it is needed in the next iteration); within one statement, operands
   are live while later operands and the result are computed, and every
-  operation allocates its result (no in-place reuse: an overestimate);
+  operation allocates its result (no in-place reuse but the layout's
+  above: an overestimate);
 * double buffering: triton-ascend compiles with ``multibuffer=True`` on A2
   (``NPUOptions.multibuffer = not is_compile_on_910_95`` in
   triton/backends/ascend/compiler.py, 3.2.0), which makes
@@ -51,6 +56,7 @@ modules of their own.
 """
 
 import ast
+import collections
 import dataclasses
 import functools
 import math
@@ -175,6 +181,58 @@ class _Tile(typing.NamedTuple):
             row += _blocks(inner * self.extra)
 
         return math.prod(outer) * row
+
+
+def _dying(statement, position, last_use):
+    """The variables ``statement`` (at ``position``; ``last_use``: name -> position) reads for the last time, each once.
+
+    A value may be computed in place of such a variable's buffer
+    (:meth:`_Model.combine`). Only a plain statement's: a loop or branch
+    is costed by its header alone.
+    """
+
+    if not isinstance(
+        statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+    ):
+        return frozenset()
+
+    reads = collections.Counter(
+        node.id
+        for node in walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    )
+
+    return frozenset(
+        name
+        for name, count in reads.items()
+        if count == 1 and last_use.get(name) == position
+    )
+
+
+def _layout(shape, operands):
+    """The bytes per element of an elementwise result of ``shape`` (``tuple`` of ``int``) made of ``operands`` (tiles or ``None``): 0 (its dtype's), or a strided load's 32-byte blocks.
+
+    BiShengIR keeps a strided load's layout, one 32-byte UB block per
+    element (:data:`DISCRETE_ELEM_BYTES`), in every elementwise value
+    computed from it. Measured (ascendnpu-ir 1.2.0,
+    ``--enable-memory-display``) on ntops' atan, 256 lanes: launched with
+    its innermost stride 1, its 50 UB buffers are ``256xf32`` (1,024 B) and
+    its plan 18,016 B; with a stride that is not 1 (a ``[2, 2, 3]`` input
+    along dim 1), they are 8,192 B each and its plan 164,352 B
+    (``ninetoothed-ascend check --memory-report --manifest M`` over ntops'
+    recorded atan launches).
+    """
+
+    return max(
+        (
+            tile.stored
+            for tile in operands
+            # An operand broadcast along the result's innermost axis does
+            # not lay that axis out.
+            if tile is not None and tile.shape and tile.shape[-1] == shape[-1]
+        ),
+        default=0,
+    )
 
 
 def _blocks(row_bytes):
@@ -436,6 +494,7 @@ class _Model:
         self.parameters = self.analysis.parameters
         self.loads = 0
         self.statement_loads = []
+        self.dying = frozenset()
         statements = list(statements_in_order(kernel.body, None, self.branch))
         last_use = self.analysis.last_uses(statements)
         defined_at = {}
@@ -458,6 +517,7 @@ class _Model:
             self.statement_loads = []
             self.statement_indices = 0
             self.statement_gathers = []
+            self.dying = _dying(statement, position, last_use)
             used = self.statement(statement)
             used += max(
                 self.statement_indices, self.index_liveness(self.statement_gathers)
@@ -640,7 +700,7 @@ class _Model:
 
         return None, 0, 0
 
-    def combine(self, operands, elem=None, result=None, temporaries=0, scratch=0):
+    def combine(self, operands, elem=None, temporaries=0, scratch=0):
         held = used = 0
         tiles = []
 
@@ -648,22 +708,46 @@ class _Model:
             tile, operand_used, fresh = self.expression(operand)
             used = max(used, held + operand_used)
             held += fresh
-            tiles.append(tile)
+            reusable = isinstance(operand, ast.Name) and operand.id in self.dying
+            tiles.append((tile, fresh, reusable))
 
-        if result is None:
-            result = None
+        result = fresh = None
 
-            for tile in tiles:
-                result = self.broadcast(result, tile)
+        for tile, _, _ in tiles:
+            result = self.broadcast(result, tile)
 
         if result is not None:
-            # A new value: one buffer, whatever its operands' buffering.
-            result = _Tile(result.shape, elem if elem is not None else result.elem)
+            # A new value: one buffer, whatever its operands' buffering, laid
+            # out as theirs (:func:`_layout`).
+            elem = elem if elem is not None else result.elem
+            stored = _layout(result.shape, [tile for tile, _, _ in tiles])
+            result = _Tile(
+                result.shape, max(elem, 4) if temporaries else elem, stored=stored
+            )
+            # Computed in place of an operand of that layout that nothing
+            # reads after it: a value this expression made, or a variable
+            # whose last read this is (``add`` fp32, both inputs strided: two
+            # buffers of 32-byte blocks, 262,144 B at 4096 lanes, BiShengIR's
+            # overflow; tests/check/test_bishengir.py).
+            in_place = [
+                reusable
+                for tile, made, reusable in tiles
+                if stored
+                and tile is not None
+                and tile.stored
+                and tile.shape == result.shape
+                and (reusable or made >= result.bytes)
+            ]
 
-            if temporaries:
-                result = _Tile(result.shape, max(result.elem, 4))
+            if any(in_place):
+                # The variable's buffer is live already.
+                fresh = 0
+            elif in_place:
+                held -= result.bytes
 
-        fresh = result.bytes if result is not None else 0
+        if fresh is None:
+            fresh = result.bytes if result is not None else 0
+
         # A math function's temporaries are fp32 tiles of the result's
         # shape; ``scratch`` is bytes per lane of the result.
         scratch = math.prod(result.shape) * (4 * temporaries + scratch) if result else 0
@@ -713,9 +797,12 @@ class _Model:
                 self.stored.add(shape.shape)
 
             if shape is not None and self.discrete(pointer, shape.shape):
-                # Scattered from a buffer of 32-byte blocks, as a strided load.
-                scattered = math.prod(shape.shape) * DISCRETE_ELEM_BYTES
-                used = max(used, fresh + scattered)
+                if tile is None or not tile.stored:
+                    # Scattered from a buffer of 32-byte blocks, as a strided
+                    # load, unless the value is laid out so already.
+                    scattered = math.prod(shape.shape) * DISCRETE_ELEM_BYTES
+                    used = max(used, fresh + scattered)
+
                 self.gather_indices(pointer, shape.shape)
 
             return None, used, 0
@@ -792,7 +879,9 @@ class _Model:
             if tile is None:
                 return None, used, 0
 
-            tile = _Tile(tile.shape, self.dtype_bytes(dtype))
+            tile = _Tile(
+                tile.shape, self.dtype_bytes(dtype), stored=_layout(tile.shape, [tile])
+            )
 
             return tile, max(used, held + tile.bytes), tile.bytes
 
