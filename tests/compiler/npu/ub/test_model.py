@@ -253,7 +253,10 @@ def test_model_lays_out_a_broadcast_result_by_its_own_innermost_axis():
 
     # column: B rows of one 32-byte block; row: C elements, double-buffered;
     # the sum: B x C elements of 4 bytes.
-    assert model(source, {"B": 64, "C": 64, "s": 3}).peak == 64 * 32 + 2 * 64 * 4 + 64 * 64 * 4
+    assert (
+        model(source, {"B": 64, "C": 64, "s": 3}).peak
+        == 64 * 32 + 2 * 64 * 4 + 64 * 64 * 4
+    )
 
 
 @pytest.mark.parametrize("stride", (1, 3))
