@@ -159,8 +159,10 @@ def _compiled_launch(module, bishengir):
     }
 
 
-def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
-    launch = _compiled_launch(
+def _overflowing_add():
+    """A level-3 launch of ntops' add whose one config BiShengIR overflows."""
+
+    return _compiled_launch(
         "add",
         {
             "outcome": "ub_overflow",
@@ -170,6 +172,10 @@ def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
             "message": "ub overflow, requires 262144 bits",
         },
     )
+
+
+def test_sweep_names_a_ub_overflow_among_the_failures_strict_fails_on(capsys):
+    launch = _overflowing_add()
 
     failures = ntops_corpus.print_sweep_summary([launch], 3)
 
@@ -250,16 +256,7 @@ def test_lowered_sweep_counts_what_ran_and_names_a_fault_among_the_failures(caps
 def test_strict_sweep_passes_a_failure_known_failures_names_for_its_module(
     monkeypatch, capsys
 ):
-    launch = _compiled_launch(
-        "add",
-        {
-            "outcome": "ub_overflow",
-            "ub_required_bytes": 262144,
-            "ub_available_bytes": 196608,
-            "planned_ub_bytes": None,
-            "message": "ub overflow, requires 262144 bits",
-        },
-    )
+    launch = _overflowing_add()
     failures = ntops_corpus.print_sweep_summary([launch], 3)
     known = {"[bishengir ub_overflow] ": ({"sub"}, "named for sub only")}
     monkeypatch.setattr(ntops_corpus, "KNOWN_FAILURES", known)

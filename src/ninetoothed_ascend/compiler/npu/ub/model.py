@@ -346,6 +346,7 @@ class KernelModel:
         )
         self._footprints = {}
         self._last_uses = {}
+        self._dying = {}
 
     @functools.cached_property
     def hoists(self):
@@ -448,6 +449,20 @@ class KernelModel:
 
         return self._last_uses[key]
 
+    def dying(self, statements):
+        """Per position of ``statements`` (``[(statement, loop)]``), the variables its statement reads for the last time, each once (:func:`_dying`)."""
+
+        key = tuple(statement for statement, _ in statements)
+
+        if key not in self._dying:
+            last_use = self.last_uses(statements)
+            self._dying[key] = [
+                _dying(statement, position, last_use)
+                for position, (statement, _) in enumerate(statements)
+            ]
+
+        return self._dying[key]
+
 
 class _Facts(dict):
     """Key -> ``compute(key)``, computed at the first lookup (``dict.__missing__``): a known fact costs a dict lookup, no call."""
@@ -497,6 +512,7 @@ class _Model:
         self.dying = frozenset()
         statements = list(statements_in_order(kernel.body, None, self.branch))
         last_use = self.analysis.last_uses(statements)
+        dying = self.analysis.dying(statements)
         defined_at = {}
         loop_body = {
             id(statement): position + 1
@@ -517,7 +533,7 @@ class _Model:
             self.statement_loads = []
             self.statement_indices = 0
             self.statement_gathers = []
-            self.dying = _dying(statement, position, last_use)
+            self.dying = dying[position]
             used = self.statement(statement)
             used += max(
                 self.statement_indices, self.index_liveness(self.statement_gathers)
@@ -711,7 +727,8 @@ class _Model:
             reusable = isinstance(operand, ast.Name) and operand.id in self.dying
             tiles.append((tile, fresh, reusable))
 
-        result = fresh = None
+        result = None
+        fresh = 0
 
         for tile, _, _ in tiles:
             result = self.broadcast(result, tile)
@@ -724,29 +741,26 @@ class _Model:
             result = _Tile(
                 result.shape, max(elem, 4) if temporaries else elem, stored=stored
             )
+            fresh = result.bytes
             # Computed in place of an operand of that layout that nothing
-            # reads after it: a value this expression made, or a variable
-            # whose last read this is (``add`` fp32, both inputs strided: two
+            # reads after it: a variable whose last read this is, or a value
+            # this expression made (``add`` fp32, both inputs strided: two
             # buffers of 32-byte blocks, 262,144 B at 4096 lanes, BiShengIR's
             # overflow; tests/check/test_bishengir.py).
-            in_place = [
-                reusable
+            same_layout = [
+                (made, reusable)
                 for tile, made, reusable in tiles
                 if stored
                 and tile is not None
                 and tile.stored
                 and tile.shape == result.shape
-                and (reusable or made >= result.bytes)
             ]
 
-            if any(in_place):
+            if any(reusable for _, reusable in same_layout):
                 # The variable's buffer is live already.
                 fresh = 0
-            elif in_place:
+            elif any(made >= result.bytes for made, _ in same_layout):
                 held -= result.bytes
-
-        if fresh is None:
-            fresh = result.bytes if result is not None else 0
 
         # A math function's temporaries are fp32 tiles of the result's
         # shape; ``scratch`` is bytes per lane of the result.

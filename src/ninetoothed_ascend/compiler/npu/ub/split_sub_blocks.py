@@ -579,17 +579,6 @@ def _unsubscripted(node):
     return node
 
 
-def _is_sub_block_lanes(node):
-    # ``ninetoothed_sub_block + <arange>``, as ``SubBlocks._take_lanes`` writes it.
-    return (
-        type(node) is ast.BinOp
-        and type(node.op) is ast.Add
-        and type(node.left) is ast.Name
-        and node.left.id == "ninetoothed_sub_block"
-        and type(node.right) is ast.Call
-    )
-
-
 def _is_literal(node, value):
     return (
         isinstance(node, ast.Constant)
@@ -863,6 +852,8 @@ class _Splitter:
     def chunk(self, statement):
         """A copy of ``statement`` on the lanes ``j .. j+S``: its ``arange(0, P)`` becomes ``j + arange(0, S)``."""
 
+        # The ``j + arange(0, S)`` sums this copy makes (their ids).
+        self.taken = set()
         chunk = clone(statement, self._take_lanes)
 
         # The block's other extents (``(128,)[0]`` of a shape), after its aranges.
@@ -877,10 +868,12 @@ class _Splitter:
     def _take_lanes(self, node):
         if type(node) is ast.Call and self.is_lanes(node):
             node.args[1] = ast.Constant(self.sub)
-
-            return ast.BinOp(
+            lanes = ast.BinOp(
                 ast.Name("ninetoothed_sub_block", ast.Load()), ast.Add(), node
             )
+            self.taken.add(id(lanes))
+
+            return lanes
 
         # ``j + arange(0, S) >= 0`` holds exactly when ``j >= 0``: ``j`` is a
         # multiple of ``S``. The lanes' form, a runtime lower bound in a
@@ -893,7 +886,7 @@ class _Splitter:
             and len(node.ops) == 1
             and type(node.ops[0]) is ast.GtE
             and is_zero(node.comparators[0])
-            and _is_sub_block_lanes(_unsubscripted(node.left))
+            and id(_unsubscripted(node.left)) in self.taken
         ):
             return index_lower_bound(
                 ast.Name("ninetoothed_sub_block", ast.Load()), node
